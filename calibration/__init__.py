@@ -1,0 +1,1 @@
+"""Calibration: fit model parameters to perf stat and load-generator figures."""

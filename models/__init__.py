@@ -1,0 +1,1 @@
+"""Machine physics, CPU presets and workload generators."""

@@ -1,0 +1,335 @@
+"""Load generators: where requests come from and what each one asks of the CPU.
+
+Requests arrive on *connections*. A workload appends a request to its
+connection's inbox and tells the strategy (``strategy.on_arrival(conn)``),
+the way a NIC and epoll make a socket readable; the strategy decides which
+thread produces (parses) and which consumes (handles) it, and calls
+``ctx.done(req, thread)`` when it has been handled.
+
+Kinds (simcore.config): open loop (Poisson, constant or a trace of arrival
+times, over one or many connections), closed loop (clients with think time),
+saturating pipelined connections (each keeps ``depth`` requests in flight,
+like a load tool feeding as many pipelined requests as the server takes), a
+batch released at once, and producer -> server -> consumer message streams
+whose producer and consumer are processes of their own, with CPU cost and
+affinity.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+
+from models.distributions import sampler
+from simcore.config import ConfigError
+from simcore.work import CODE, SHARED, TASK, THREAD, Footprint, Request, Segment
+
+LINE = 64
+SATURATING_DEPTH = 8   # pipelined requests kept in flight per saturating connection
+
+
+class Connection:
+    __slots__ = ("id", "inbox", "owner", "data")
+
+    def __init__(self, cid: int):
+        self.id = cid
+        self.inbox: deque[Request] = deque()
+        self.owner = None     # the strategy may pin a connection to a loop or thread
+        self.data = None
+
+    def take(self) -> Request | None:
+        inbox = self.inbox
+        return inbox.popleft() if inbox else None
+
+
+class RequestFactory:
+    """Builds requests and their produce/consume segments from the scenario's
+    service distribution and work shape."""
+
+    def __init__(self, ctx):
+        wl = ctx.cfg.workload
+        work = ctx.cfg.work
+        self.ips = ctx.machine.nominal_ips
+        streams = ctx.streams
+        self.service = sampler(wl.service, wl.service_us * 1e-6, streams.generator("service"),
+                               cv=wl.service_cv,
+                               values_s=[v * 1e-6 for v in wl.service_values_us or ()])
+        self.backend = (sampler("exponential", work.backend_us * 1e-6,
+                                streams.generator("backend")) if work.backend_us else None)
+        self.produce_ins = work.produce_us * 1e-6 * self.ips
+        self.task_lines = work.task_kib * 1024 / LINE
+        thread_lines = work.thread_kib * 1024 / LINE
+        code_lines = work.code_kib * 1024 / LINE
+        shared_lines = work.shared_kib * 1024 / LINE
+        common = []
+        if thread_lines:
+            common.append(Footprint(THREAD, None, thread_lines, True))
+        if code_lines:
+            common.append(Footprint(CODE, "handler", code_lines, False))
+        if shared_lines:
+            common.append(Footprint(SHARED, "shared", shared_lines, True))
+        self.common = tuple(common)
+        self.parse_common = tuple(f for f in common if f.kind != SHARED)
+        self.contended_ops = int(round(work.contended_ops))
+        self.invocation = work.invocation
+        self.next_id = 0
+
+    def make(self, now: float, conn: int = 0) -> Request:
+        rid = self.next_id
+        self.next_id = rid + 1
+        s = self.service()
+        req = Request(rid, now, s, conn)
+        req.invocation = self.invocation
+        task = (Footprint(TASK, rid, self.task_lines, True),) if self.task_lines else ()
+        if self.produce_ins:
+            req.produce = Segment(self.produce_ins, task + self.parse_common, label="produce")
+            task = (Footprint(TASK, rid, self.task_lines, False),) if self.task_lines else ()
+        req.consume = Segment(s * self.ips, task + self.common, self.contended_ops,
+                              "contended" if self.contended_ops else None,
+                              self.backend() if self.backend else 0.0, "consume")
+        return req
+
+
+class Workload:
+    """Base: a set of connections feeding a strategy."""
+
+    def __init__(self, ctx, n_connections: int):
+        self.ctx = ctx
+        self.env = ctx.env
+        self.factory = RequestFactory(ctx)
+        self.connections = [Connection(i) for i in range(n_connections)]
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def deliver(self, req: Request, conn: Connection) -> None:
+        """A request reaches the server: it is in the system from now on."""
+        self.ctx.recorder.arrive(req)
+        conn.inbox.append(req)
+        self.ctx.strategy.on_arrival(conn)
+
+    def finished(self, req: Request, thread) -> None:
+        """The server handled ``req`` (called through ctx.done)."""
+        self.ctx.recorder.complete(req)
+
+
+class OpenLoop(Workload):
+    """Poisson or constant-rate arrivals, or a trace of arrival times; requests go to
+    connections at random (Poisson superposition: one stream at the total rate with
+    uniformly chosen connections is the same as one Poisson stream per connection)."""
+
+    def __init__(self, ctx):
+        wl = ctx.cfg.workload
+        super().__init__(ctx, wl.connections)
+        g = ctx.streams.generator("arrivals")
+        self.times = None
+        if wl.arrival == "trace":
+            self.times = read_trace(wl.trace_file)
+        elif wl.arrival == "poisson":
+            self.gap = sampler("exponential", 1.0 / wl.rate_per_s, g)
+        else:
+            self.gap = sampler("deterministic", 1.0 / wl.rate_per_s, g)
+        n = wl.connections
+        self.pick = sampler("empirical", 0, ctx.streams.generator("connections"),
+                            values_s=list(range(n))) if n > 1 else None
+
+    def start(self) -> None:
+        self.env.process(self._arrivals())
+
+    def _arrivals(self):
+        env = self.env
+        make = self.factory.make
+        conns = self.connections
+        pick = self.pick
+        deliver = self.deliver
+        if self.times is not None:
+            for t in self.times:
+                if t > env.now:
+                    yield env.timeout(t - env.now)
+                c = conns[int(pick())] if pick else conns[0]
+                deliver(make(env.now, c.id), c)
+            self.ctx.recorder.source_exhausted = True
+            return
+        gap = self.gap
+        timeout = env.timeout
+        c = conns[0]
+        while True:
+            yield timeout(gap())
+            if pick:
+                c = conns[int(pick())]
+            deliver(make(env.now, c.id), c)
+
+
+def read_trace(path: str) -> list[float]:
+    """Arrival times in seconds, one per line (blank lines and # comments skipped),
+    non-decreasing."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ConfigError("workload.trace_file", f"cannot read {path!r} ({e.strerror})") from None
+    times = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip().split(",")[0]
+        if not line:
+            continue
+        try:
+            t = float(line)
+        except ValueError:
+            raise ConfigError("workload.trace_file",
+                              f"{path}:{n}: {line!r} is not a time in seconds") from None
+        if t < 0 or (times and t < times[-1]):
+            raise ConfigError("workload.trace_file",
+                              f"{path}:{n}: times must be non-negative and non-decreasing")
+        times.append(t)
+    if not times:
+        raise ConfigError("workload.trace_file", f"{path} holds no arrival times")
+    return times
+
+
+class ClosedLoop(Workload):
+    """Clients that each wait for their response, think, and send again. A saturating
+    pipelined connection is the same loop with no think time and ``depth`` requests
+    in flight per connection."""
+
+    def __init__(self, ctx, clients: int | None = None, think=None, per_conn: int = 1):
+        wl = ctx.cfg.workload
+        if clients is None:
+            clients = wl.clients
+            think = sampler(wl.think, wl.think_us * 1e-6, ctx.streams.generator("think"))
+            n_conn = clients
+        else:
+            n_conn = max(1, clients // per_conn)
+        super().__init__(ctx, n_conn)
+        self.clients = clients
+        self.think = think
+        self.per_conn = per_conn
+
+    def start(self) -> None:
+        for client in range(self.clients):
+            conn = self.connections[client // self.per_conn]
+            delay = self.think() if self.think else 0.0
+            self._later(delay, conn)
+
+    def _later(self, delay: float, conn: Connection) -> None:
+        if delay > 0:
+            self.env.timeout(delay).callbacks.append(lambda _e: self._send(conn))
+        else:
+            self._send(conn)
+
+    def _send(self, conn: Connection) -> None:
+        self.deliver(self.factory.make(self.env.now, conn.id), conn)
+
+    def finished(self, req: Request, thread) -> None:
+        self.ctx.recorder.complete(req)
+        conn = self.connections[req.conn]
+        self._later(self.think() if self.think else 0.0, conn)
+
+
+def saturating(ctx) -> ClosedLoop:
+    k = ctx.cfg.workload.connections
+    return ClosedLoop(ctx, clients=k * SATURATING_DEPTH, think=None, per_conn=SATURATING_DEPTH)
+
+
+class Batch(Workload):
+    """N jobs released together at time 0, one per connection."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx, ctx.cfg.workload.jobs)
+
+    def start(self) -> None:
+        make = self.factory.make
+        for c in self.connections:
+            self.deliver(make(0.0, c.id), c)
+        self.ctx.recorder.source_exhausted = True
+
+
+class Stream(Workload):
+    """producer -> server -> consumer. Producer threads (their own process, with
+    ``producer.cpus`` affinity) spend ``producer_us`` writing each message, at a
+    set rate or as fast as a window of ``window`` messages in flight allows; the
+    server's strategy handles it; consumer threads (``consumer.cpus``) spend
+    ``consumer_us`` reading it. Latency runs from the start of production to
+    the end of consumption."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx, ctx.cfg.workload.producers)
+        wl = ctx.cfg.workload
+        self.wl = wl
+        k = ctx.kernel
+        self.prod_proc = k.process("producer", ctx.cpu_list(ctx.cfg.producer.cpus, "producer.cpus"))
+        self.cons_proc = k.process("consumer", ctx.cpu_list(ctx.cfg.consumer.cpus, "consumer.cpus"))
+        self.ips = ctx.machine.nominal_ips
+        lines = ctx.cfg.work.task_kib * 1024 / LINE
+        self.msg_lines = lines
+        self.cons_ins = wl.consumer_us * 1e-6 * self.ips
+        self.prod_ins = wl.producer_us * 1e-6 * self.ips
+        self.gap = (sampler("exponential", wl.producers / wl.rate_per_s,
+                            ctx.streams.generator("arrivals")) if wl.rate_per_s else None)
+        self.in_flight = 0
+        self.blocked_producers: list = []
+        self.cons_queue: deque = deque()
+        self.cons_idle: list = []
+
+    def start(self) -> None:
+        k = self.ctx.kernel
+        for i, conn in enumerate(self.connections):
+            k.spawn(self.prod_proc, f"producer-{i}", lambda t, c=conn: self._producer(t, c))
+        for i in range(self.wl.consumers):
+            k.spawn(self.cons_proc, f"consumer-{i}", self._consumer)
+
+    def _producer(self, t, conn):
+        env = self.env
+        make = self.factory.make
+        next_send = env.now
+        while True:
+            if self.gap is not None:
+                next_send += self.gap()
+                if next_send > env.now:
+                    yield t.block(next_send - env.now)
+            else:
+                while self.in_flight >= self.wl.window:
+                    self.blocked_producers.append(t)
+                    yield t.park()
+            req = make(env.now, conn.id)
+            self.ctx.recorder.arrive(req)   # in the system from the start of production
+            self.in_flight += 1
+            fp = (Footprint(TASK, req.id, self.msg_lines, True),) if self.msg_lines else ()
+            yield t.run(Segment(self.prod_ins, fp, label="publish"), req)
+            conn.inbox.append(req)
+            self.ctx.strategy.on_arrival(conn)
+
+    def finished(self, req: Request, thread) -> None:
+        """The server handled the message: hand it to a consumer."""
+        self.cons_queue.append(req)
+        if self.cons_idle:
+            self.ctx.kernel.wake(self.cons_idle.pop(), thread)
+
+    def _consumer(self, t):
+        q = self.cons_queue
+        while True:
+            if not q:
+                self.cons_idle.append(t)
+                yield t.park()
+                continue
+            req = q.popleft()
+            fp = (Footprint(TASK, req.id, self.msg_lines, False),) if self.msg_lines else ()
+            yield t.run(Segment(self.cons_ins, fp, label="consume-msg"), req)
+            self.in_flight -= 1
+            self.ctx.recorder.complete(req)
+            if self.blocked_producers:
+                self.ctx.kernel.wake(self.blocked_producers.pop(), t)
+
+
+def build_workload(ctx) -> Workload:
+    kind = ctx.cfg.workload.kind
+    if kind in ("open", "connections"):
+        return OpenLoop(ctx)
+    if kind == "closed":
+        return ClosedLoop(ctx)
+    if kind == "saturating":
+        return saturating(ctx)
+    if kind == "batch":
+        return Batch(ctx)
+    if kind == "stream":
+        return Stream(ctx)
+    raise ConfigError("workload.kind", f"unknown kind {kind!r}")

@@ -1,0 +1,169 @@
+"""The ``warmcore`` command line.
+
+    warmcore run SCENARIO [--strategy NAME] [--set PATH=VALUE ...] [--seed N]
+                 [--requests N | --duration SECONDS] [--json]
+    warmcore scenarios
+    warmcore presets
+
+Usage errors and bad scenarios print one line (``warmcore: FIELD: REASON``) and
+exit with code 2; scripts depend on this contract and on the JSON keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from simcore.config import ConfigError, builtin_names, load, read_scenario_dict
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):           # one line and exit 2, no usage dump
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="warmcore", description="Simulate producer/consumer scheduling on "
+                "modeled CPUs and report what perf stat and a load generator would.")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="run one scenario")
+    _scenario_args(run)
+    run.add_argument("--strategy", help="execution strategy (see `warmcore strategies`)")
+    sub.add_parser("scenarios", help="list the built-in scenarios")
+    sub.add_parser("presets", help="list the CPU presets")
+    sub.add_parser("strategies", help="list the execution strategies")
+    return p
+
+
+def _scenario_args(p) -> None:
+    p.add_argument("scenario", help="built-in scenario name or a TOML file")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a scenario value, e.g. --set machine.cores=4")
+    p.add_argument("--seed", type=int)
+    lim = p.add_mutually_exclusive_group()
+    lim.add_argument("--requests", type=int, help="measured requests (after warm-up)")
+    lim.add_argument("--duration", type=float, help="measured simulated seconds")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.cmd](args)
+    except (UsageError, ConfigError) as e:
+        print(f"warmcore: {e}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def cmd_run(args) -> int:
+    from simcore.run import simulate
+
+    cfg = _load(args, strategy=args.strategy)
+    res = simulate(cfg)
+    if args.json:
+        print(json.dumps(_jsonable(res)))
+    else:
+        print(format_result(res))
+    return 0
+
+
+def _load(args, **extra):
+    if args.requests is not None and args.requests <= 0:
+        raise UsageError("--requests: must be a positive number")
+    if args.duration is not None and not args.duration > 0:
+        raise UsageError("--duration: must be a positive number of seconds")
+    if args.seed is not None and args.seed < 0:
+        raise UsageError("--seed: must be non-negative")
+    return load(args.scenario, args.sets, requests=args.requests, duration_s=args.duration,
+                seed=args.seed, **extra)
+
+
+def cmd_scenarios(args) -> int:
+    for name in builtin_names():
+        d = read_scenario_dict(name)
+        print(f"{name:20s} {d.get('description', '')}")
+    return 0
+
+
+def cmd_presets(args) -> int:
+    from models.presets import PRESETS
+
+    for name, p in sorted(PRESETS.items()):
+        topo = f"{p.sockets}x{p.cores_per_socket}c/{p.n_cpus}t"
+        clock = f"{p.pstates_ghz[0]:.2f}-{p.pstates_ghz[-1]:.2f} GHz"
+        print(f"{name:14s} {topo:12s} {clock:16s} {p.description}")
+    return 0
+
+
+def cmd_strategies(args) -> int:
+    from strategies import REGISTRY
+
+    for name, cls in sorted(REGISTRY.items()):
+        print(f"{name:22s} {cls.summary}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "scenarios": cmd_scenarios, "presets": cmd_presets,
+            "strategies": cmd_strategies}
+
+
+def _jsonable(x):
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return x
+
+
+def format_result(r: dict) -> str:
+    """A perf-stat-like summary of one result."""
+    lat = r["latency_us"]
+    n = max(r["requests"], 1)
+    lines = [
+        f" Scenario {r['scenario']} | strategy {r['strategy']} | machine {r['machine']} | "
+        f"seed {r['seed']}",
+        "",
+        f" {r['requests']:>16,} requests in {r['sim_seconds']:.4f} simulated s"
+        f"   {r['throughput_rps']:,.1f} req/s",
+        f" latency us       mean {lat['mean']:.1f}  p50 {lat['p50']:.1f}  p90 {lat['p90']:.1f}"
+        f"  p99 {lat['p99']:.1f}  p999 {lat['p999']:.1f}  max {lat['max']:.1f}",
+        f" wait us          mean {r['wait_us']['mean']:.1f}",
+        "",
+        f" {r['task_clock_ms']:>16,.2f} task-clock (msec)   # {r['cpus_utilized']:.3f} CPUs utilized",
+        f" {r['context_switches']:>16,} context-switches   # {r['context_switches'] / n:.3f} /req",
+        f" {r['cpu_migrations']:>16,} cpu-migrations     # {r['cpu_migrations'] / n:.3f} /req",
+        f" {r['cycles']:>16,.0f} cycles             # {r['ghz']:.3f} GHz",
+        f" {r['instructions']:>16,.0f} instructions       # {r['ipc']:.2f} insn per cycle",
+        f" {r['l1d_loads']:>16,.0f} L1-dcache-loads",
+        f" {r['l1d_misses']:>16,.0f} L1-dcache-misses",
+        f" {r['llc_loads']:>16,.0f} LLC-loads          # {r['llc_loads'] / n:.1f} /req",
+        f" {r['llc_misses']:>16,.0f} LLC-misses",
+        f" {r['joules']:>16,.3f} Joules             # {r['joules_per_request'] * 1e6:.2f} uJ/req",
+    ]
+    if r.get("makespan_s") is not None:
+        lines.append(f" {r['makespan_s']:>16.6f} makespan (s)")
+    lines.append("")
+    lines.append(" where a request's time went (mean us): " + ", ".join(
+        f"{k} {v:.2f}" for k, v in r["breakdown_us"].items()))
+    for w in r.get("warnings", []):
+        lines.append(f" warning: {w}")
+    if "ci95" in r:
+        lo, hi = r["ci95"]["throughput_rps"]
+        lines.append(f" {r['replications']} replications; throughput 95% CI [{lo:,.1f}, {hi:,.1f}]")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

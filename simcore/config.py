@@ -1,0 +1,303 @@
+"""Scenario configuration: pydantic models with unknown keys forbidden.
+
+A scenario is a TOML document (or a built-in one) plus ``--set PATH=VALUE``
+overrides. Every error becomes one line naming the field and the reason
+(``ConfigError``), which the CLI prints with exit code 2.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+Pos = Annotated[float, Field(gt=0)]
+NonNeg = Annotated[float, Field(ge=0)]
+PosInt = Annotated[int, Field(gt=0)]
+DistKind = Literal["deterministic", "exponential", "lognormal", "empirical"]
+
+
+class ConfigError(ValueError):
+    """A bad scenario: ``field`` is the dotted path, ``reason`` says what is wrong."""
+
+    def __init__(self, field: str, reason: str):
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Effects(Strict):
+    """Hardware effects; None means the preset's default (off on ideal, on elsewhere)."""
+
+    caches: bool | None = None
+    coherence: bool | None = None
+    contention: bool | None = None
+    membus: bool | None = None
+    smt: bool | None = None
+    dvfs: bool | None = None
+    switch_costs: bool | None = None
+    energy: bool | None = None
+
+
+class MachineCfg(Strict):
+    preset: str = "ideal"
+    cores: PosInt | None = None              # cores per socket (CPUs, on the ideal machine)
+    threads_per_core: PosInt | None = None
+    sockets: PosInt | None = None
+    governor: str | None = None
+    frequency_ghz: Pos | None = None         # the userspace governor's fixed clock
+    turbo: bool | None = None
+    governor_params: dict[str, float] = {}
+    overrides: dict[str, float | int | str | bool] = {}   # any Preset field
+    effects: Effects = Effects()
+
+
+class ServiceShape(Strict):
+    """Service demand of one request: the consume (handle) step."""
+
+    service: DistKind = "exponential"
+    service_us: Pos = 100.0
+    service_cv: Pos = 1.0                    # lognormal only
+    service_values_us: list[Pos] | None = None   # empirical only
+
+    @model_validator(mode="after")
+    def _empirical_needs_values(self):
+        if self.service == "empirical" and not self.service_values_us:
+            raise ValueError("service_values_us: the empirical distribution needs values")
+        return self
+
+
+class OpenLoop(ServiceShape):
+    """Requests at a set rate, whatever the responses (wrk2, Jetty Load Generator)."""
+
+    kind: Literal["open"]
+    arrival: Literal["poisson", "constant", "trace"] = "poisson"
+    rate_per_s: Pos | None = None
+    trace_file: str | None = None
+    connections: PosInt = 1                  # requests spread over this many connections
+
+    @model_validator(mode="after")
+    def _rate_or_trace(self):
+        if self.arrival == "trace":
+            if not self.trace_file:
+                raise ValueError("trace_file: arrival 'trace' needs a trace_file")
+        elif self.rate_per_s is None:
+            raise ValueError("rate_per_s: an open-loop workload needs a rate")
+        return self
+
+
+class ClosedLoop(ServiceShape):
+    """N clients, each sending its next request a think time after the last response."""
+
+    kind: Literal["closed"]
+    clients: PosInt = 10
+    think: DistKind = "exponential"
+    think_us: NonNeg = 1000.0
+
+
+class Saturating(ServiceShape):
+    """K pipelined connections, each always with its next request ready."""
+
+    kind: Literal["saturating"]
+    connections: PosInt = 1
+
+
+class Batch(ServiceShape):
+    """N jobs released together at time 0; the run reports its makespan."""
+
+    kind: Literal["batch"]
+    jobs: PosInt = 8
+
+
+class Connections(ServiceShape):
+    """Many connections, each with its own Poisson stream of requests."""
+
+    kind: Literal["connections"]
+    connections: PosInt = 100
+    rate_per_s: Pos = 1000.0                 # total over all connections
+    arrival: Literal["poisson", "constant"] = "poisson"
+
+
+class Stream(ServiceShape):
+    """producer -> server -> consumer messages; producer and consumer are co-located
+    processes with their own CPU cost per message and affinity."""
+
+    kind: Literal["stream"]
+    rate_per_s: Pos | None = None            # None: the producer sends as fast as it can
+    window: PosInt = 64                      # messages in flight when saturating
+    producer_us: NonNeg = 2.0
+    consumer_us: NonNeg = 2.0
+    producers: PosInt = 1
+    consumers: PosInt = 1
+
+
+Workload = Annotated[Union[OpenLoop, ClosedLoop, Saturating, Batch, Connections, Stream],
+                     Field(discriminator="kind")]
+WORKLOAD_KINDS = ("open", "closed", "saturating", "batch", "connections", "stream")
+
+
+class WorkCfg(Strict):
+    """Shape of the work per request, for the hardware model (all zero: pure compute)."""
+
+    produce_us: NonNeg = 0.0       # parse/produce step on the producing thread
+    task_kib: NonNeg = 0.0         # request data written by producer, read by consumer
+    thread_kib: NonNeg = 0.0       # private state the handling thread touches
+    code_kib: NonNeg = 0.0         # code and read-mostly data per request
+    shared_kib: NonNeg = 0.0       # shared structures every request touches
+    contended_ops: NonNeg = 0.0    # read-modify-writes on one contended line per request
+    backend_us: NonNeg = 0.0       # blocking call inside the handler (exponential mean)
+    invocation: Literal["BLOCKING", "NON_BLOCKING", "EITHER"] = "BLOCKING"
+
+
+class ProcessCfg(Strict):
+    threads: PosInt | None = None
+    cpus: PosInt | list[Annotated[int, Field(ge=0)]] | None = None   # N -> CPUs 0..N-1
+
+
+class StrategyCfg(Strict):
+    name: str = "shared-queue"
+    params: dict[str, float | int | str | bool] = {}
+
+
+class RunCfg(Strict):
+    requests: PosInt | None = None
+    duration_s: Pos | None = None
+    warmup: Annotated[float, Field(ge=0, lt=1)] = 0.1   # fraction of requests or duration
+    replications: PosInt = 1
+    trace_events: Annotated[int, Field(ge=0)] = 0
+    max_in_flight: PosInt = 2_000_000   # stop an overloaded run before memory runs out
+
+    @model_validator(mode="after")
+    def _needs_a_limit(self):
+        if self.requests is None and self.duration_s is None:
+            raise ValueError("requests: a run needs a request limit or a duration "
+                             "(run.requests or run.duration_s)")
+        return self
+
+
+class Scenario(Strict):
+    name: str = "scenario"
+    description: str = ""
+    seed: Annotated[int, Field(ge=0)] = 1
+    machine: MachineCfg = MachineCfg()
+    workload: Workload
+    work: WorkCfg = WorkCfg()
+    server: ProcessCfg = ProcessCfg()
+    producer: ProcessCfg = ProcessCfg()
+    consumer: ProcessCfg = ProcessCfg()
+    strategy: StrategyCfg = StrategyCfg()
+    run: RunCfg
+
+
+# -- loading ----------------------------------------------------------------------------
+
+BUILTIN_DIR = Path(__file__).parent / "scenarios"
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
+
+
+def read_scenario_dict(name_or_path: str) -> dict:
+    """The raw dict of a built-in scenario name or a TOML file."""
+    p = Path(name_or_path)
+    if not p.suffix and (BUILTIN_DIR / f"{name_or_path}.toml").exists():
+        p = BUILTIN_DIR / f"{name_or_path}.toml"
+    elif not p.exists():
+        raise ConfigError("scenario", f"{name_or_path!r} is neither a built-in scenario "
+                          f"({', '.join(builtin_names())}) nor a file")
+    try:
+        return tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError("scenario", f"{p}: not valid TOML ({e})") from None
+    except OSError as e:
+        raise ConfigError("scenario", f"{p}: cannot read ({e.strerror})") from None
+
+
+def parse_set(assignment: str) -> tuple[list[str], object]:
+    """``a.b.c=VALUE`` -> (['a','b','c'], value); VALUE is read as TOML, else as a string."""
+    if "=" not in assignment:
+        raise ConfigError("--set", f"{assignment!r} is not PATH=VALUE")
+    path, raw = assignment.split("=", 1)
+    keys = path.strip().split(".")
+    if not all(keys):
+        raise ConfigError("--set", f"{path!r} is not a dotted path")
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return keys, value
+
+
+def apply_sets(data: dict, sets: list[str]) -> dict:
+    for s in sets:
+        keys, value = parse_set(s)
+        node = data
+        for k in keys[:-1]:
+            nxt = node.get(k)
+            if nxt is None:
+                nxt = node[k] = {}
+            elif not isinstance(nxt, dict):
+                raise ConfigError(".".join(keys), f"{k} is a value, not a table")
+            node = nxt
+        node[keys[-1]] = value
+    return data
+
+
+def validate(data: dict) -> Scenario:
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise _first_error(e) from None
+
+
+def load(name_or_path: str, sets: list[str] = (), **run_overrides) -> Scenario:
+    """Built-in name or TOML path, then --set overrides, then run overrides
+    (requests, duration_s, seed...), validated."""
+    data = apply_sets(read_scenario_dict(name_or_path), list(sets))
+    for key, value in run_overrides.items():
+        if value is None:
+            continue
+        if key == "seed":
+            data["seed"] = value
+        elif key == "strategy":
+            data.setdefault("strategy", {})["name"] = value
+        else:
+            data.setdefault("run", {})[key] = value
+    if run_overrides.get("requests") is not None and run_overrides.get("duration_s") is None:
+        data["run"].pop("duration_s", None)
+    if run_overrides.get("duration_s") is not None and run_overrides.get("requests") is None:
+        data["run"].pop("requests", None)
+    return validate(data)
+
+
+def _first_error(e: ValidationError) -> ConfigError:
+    err = e.errors()[0]
+    loc = [str(x) for x in err["loc"]]
+    # Drop the discriminator tag pydantic puts in the path of a tagged union.
+    loc = [x for i, x in enumerate(loc) if not (i > 0 and loc[i - 1] == "workload"
+                                                  and x in WORKLOAD_KINDS)]
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+        # model validators name their own field as "field: reason"
+        head, sep, tail = msg.partition(": ")
+        if sep and " " not in head:
+            loc.append(head)
+            msg = tail
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif err["type"] == "union_tag_invalid":
+        msg = f"unknown workload kind; known: {', '.join(WORKLOAD_KINDS)}"
+    elif err["type"] == "union_tag_not_found":
+        loc.append("kind")
+        msg = f"missing; one of {', '.join(WORKLOAD_KINDS)}"
+    elif "input" in err and err["type"] not in ("missing",):
+        msg = f"{msg} (got {err['input']!r})"
+    return ConfigError(".".join(loc) or "scenario", msg)

@@ -1,0 +1,461 @@
+"""The simulated OS: processes, threads, per-CPU run queues, wake-ups and placement.
+
+Threads are long-lived SimPy processes (generators) that a strategy writes.
+They talk to the kernel through three calls, each returning one event to yield:
+
+    yield thread.run(segment, request)   # compute on the CPU the thread holds
+    yield thread.park()                  # sleep until kernel.wake(thread)
+    yield thread.block(seconds)          # leave the CPU for a blocking wait
+
+A thread *holds* a CPU from the moment it is dispatched until it parks, blocks
+or is preempted. The fast path, a short segment on a CPU with an empty run
+queue, costs one SimPy timeout. Everything that needs more (time slices,
+preemption, wake-ups onto busy CPUs) goes through callbacks that the kernel
+drives, so strategies never see scheduling.
+
+Placement follows Linux CFS in outline (kernel/sched/fair.c):
+  * select_task_rq_fair/select_idle_sibling: the previous CPU if it is idle,
+    else an idle CPU sharing its LLC (a whole idle core first), else any idle
+    allowed CPU (standing in for the idle balancer), else the shortest queue;
+  * time slices: sched_latency 6 ms / nr_running, at least 0.75 ms, both
+    scaled by 1 + log2(ncpus) up to 8 CPUs (sysctl_sched_tunable_scaling);
+  * newidle balance: a CPU going idle pulls a queued thread from another CPU
+    unless the thread is cache hot (ran within sched_migration_cost, 500 us).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from simpy.events import NORMAL, Event
+
+from simcore.work import C_CYC, C_DUR, C_INS, C_L1L, C_L1M, C_LLCL, C_LLCM, C_COMPUTE, \
+    C_RELOAD, C_COHER, C_CONTEND
+
+RUNNING, RUNNABLE, PARKED, BLOCKED, DEAD = "running", "runnable", "parked", "blocked", "dead"
+
+# Indices into per-thread counter lists (perf-stat names).
+CTR_FIELDS = ("task_clock_s", "cycles", "instructions", "l1d_loads", "l1d_misses",
+              "llc_loads", "llc_misses")
+(K_TASK, K_CYC, K_INS, K_L1L, K_L1M, K_LLCL, K_LLCM) = range(len(CTR_FIELDS))
+
+# Breakdown indices (simcore.work.CAUSES order).
+B_QUEUE, B_DISPATCH, B_COMPUTE, B_RELOAD, B_COHER, B_CONTEND, B_IO = range(7)
+
+SCHED_LATENCY_S = 6e-3          # sysctl_sched_latency (kernel/sched/fair.c)
+SCHED_MIN_GRANULARITY_S = 0.75e-3
+SCHED_MIGRATION_COST_S = 500e-6  # sysctl_sched_migration_cost
+
+
+class Process:
+    """A process: a name, an affinity mask (what `taskset` sets) and its threads."""
+
+    def __init__(self, pid: int, name: str, affinity: frozenset[int] | None):
+        self.pid = pid
+        self.name = name
+        self.affinity = affinity
+        self.threads: list[Thread] = []
+
+
+class Cpu:
+    """One hardware thread with its run queue."""
+
+    __slots__ = ("id", "llc", "core", "current", "rq", "idle_since", "last_tid",
+                 "busy_s", "chunk_t0", "chunk_t1", "timeline")
+
+    def __init__(self, cid: int, core: int, llc: int):
+        self.id = cid
+        self.core = core
+        self.llc = llc
+        self.current: Thread | None = None   # the thread holding this CPU
+        self.rq: deque[Thread] = deque()     # runnable threads waiting for it
+        self.idle_since = 0.0                # >= 0 while idle
+        self.last_tid = -1
+        self.busy_s = 0.0                    # executing time, accounted per chunk at its start
+        self.chunk_t0 = 0.0
+        self.chunk_t1 = 0.0
+
+
+class Thread:
+    """A simulated kernel thread. Strategies create them with Kernel.spawn."""
+
+    __slots__ = ("kernel", "tid", "name", "process", "allowed", "allowed_set", "cpu",
+                 "last_cpu", "state", "wait_ev", "pending_busy", "pending_dispatch",
+                 "last_ran", "ctr", "cs", "migrations", "futex_wakes", "rq_since",
+                 "cont", "seg_t0", "seg_t1", "seg_cost", "proc", "data")
+
+    def __init__(self, kernel: Kernel, tid: int, name: str, process: Process,
+                 allowed: tuple[int, ...]):
+        self.kernel = kernel
+        self.tid = tid
+        self.name = name
+        self.process = process
+        self.allowed = allowed
+        self.allowed_set = frozenset(allowed)
+        self.cpu: Cpu | None = None
+        self.last_cpu: Cpu | None = None
+        self.state = PARKED
+        self.wait_ev: Event | None = None
+        self.pending_busy = 0.0       # CPU time owed before the next segment (switch, syscalls)
+        self.pending_dispatch = 0.0   # hand-off time to attribute to the next request run
+        self.last_ran = -1.0
+        self.ctr = [0.0] * len(CTR_FIELDS)
+        self.cs = 0
+        self.migrations = 0
+        self.futex_wakes = 0
+        self.rq_since = 0.0
+        self.cont = None              # remaining work of a preempted or blocking segment
+        self.seg_t0 = 0.0
+        self.seg_t1 = 0.0
+        self.seg_cost = None
+        self.proc = None
+        self.data = None              # free slot for the strategy
+
+    # -- the three calls a strategy makes -------------------------------------------------
+
+    def run(self, seg, req=None) -> Event:
+        """Run ``seg`` on the CPU this thread holds; the event fires when it is done
+        (including any blocking wait ``seg.block_s``)."""
+        k = self.kernel
+        cpu = self.cpu
+        env = k.env
+        now = env.now
+        cost = k.machine.execute(cpu.id, seg, self.tid, now)
+        dur = cost[C_DUR]
+        extra = self.pending_busy
+        self.pending_busy = 0.0
+        total = dur + extra
+        ctr = self.ctr
+        ctr[K_TASK] += total
+        ctr[K_CYC] += cost[C_CYC]
+        ctr[K_INS] += cost[C_INS]
+        ctr[K_L1L] += cost[C_L1L]
+        ctr[K_L1M] += cost[C_L1M]
+        ctr[K_LLCL] += cost[C_LLCL]
+        ctr[K_LLCM] += cost[C_LLCM]
+        self.seg_t0 = now
+        self.seg_t1 = now + total
+        self.seg_cost = cost
+        if req is not None:
+            if req.t_start < 0.0:
+                req.t_start = now
+            bd = req.bd
+            bd[B_DISPATCH] += self.pending_dispatch + extra
+            self.pending_dispatch = 0.0
+            bd[B_COMPUTE] += cost[C_COMPUTE]
+            bd[B_RELOAD] += cost[C_RELOAD]
+            bd[B_COHER] += cost[C_COHER]
+            bd[B_CONTEND] += cost[C_CONTEND]
+            if seg.block_s:
+                bd[B_IO] += seg.block_s
+        if k.trace is not None:
+            k.trace.append((now, cpu.id, self.tid, "run", seg.label, total))
+        if total <= k.slice_max and not cpu.rq and not seg.block_s:
+            cpu.busy_s += total
+            cpu.chunk_t0 = now
+            cpu.chunk_t1 = now + total
+            return env.timeout(total)
+        # Slow path: the kernel drives chunks, preemption and the blocking wait.
+        done = Event(env)
+        self.wait_ev = done
+        self.cont = (total, seg.block_s)
+        k._run_chunk(self)
+        return done
+
+    def park(self) -> Event:
+        """Sleep (futex wait) until someone calls kernel.wake(thread)."""
+        k = self.kernel
+        ev = Event(k.env)
+        self.wait_ev = ev
+        self.cont = None
+        k._leave_cpu(self, PARKED)
+        return ev
+
+    def block(self, seconds: float) -> Event:
+        """Leave the CPU for a blocking wait of ``seconds`` (I/O); resume after it."""
+        k = self.kernel
+        ev = Event(k.env)
+        self.wait_ev = ev
+        self.cont = None
+        k._leave_cpu(self, BLOCKED)
+        k.env.timeout(seconds).callbacks.append(lambda _e, t=self: k.wake(t))
+        return ev
+
+
+class Kernel:
+    """Per-CPU run queues, placement, wake-ups, time slices and counters."""
+
+    def __init__(self, env, machine, trace_limit: int = 0):
+        self.env = env
+        self.machine = machine
+        n = machine.n_cpus
+        self.cpus = [Cpu(i, machine.cpu_core[i], machine.cpu_llc[i]) for i in range(n)]
+        self.llc_cpus: dict[int, list[int]] = {}
+        for c in self.cpus:
+            self.llc_cpus.setdefault(c.llc, []).append(c.id)
+        self.core_cpus: dict[int, list[int]] = {}
+        for c in self.cpus:
+            self.core_cpus.setdefault(c.core, []).append(c.id)
+        self.processes: list[Process] = []
+        self.threads: list[Thread] = []
+        self.n_idle = n
+        # CFS tunables scale with 1 + log2(min(ncpus, 8)) (sysctl_sched_tunable_scaling=1).
+        factor = 1.0 + math.log2(min(n, 8))
+        self.sched_latency = SCHED_LATENCY_S * factor
+        self.min_granularity = SCHED_MIN_GRANULARITY_S * factor
+        self.slice_max = self.sched_latency
+        self.migration_cost = SCHED_MIGRATION_COST_S
+        self.trace = deque(maxlen=trace_limit) if trace_limit else None
+        self.runqueue_max = 0
+
+    # -- creation ------------------------------------------------------------------------
+
+    def process(self, name: str, cpus=None) -> Process:
+        """A new process; ``cpus`` is its affinity (iterable of CPU ids) or None for all."""
+        mask = None
+        if cpus is not None:
+            mask = frozenset(cpus)
+            bad = [c for c in mask if not 0 <= c < len(self.cpus)]
+            if bad or not mask:
+                raise ValueError(f"affinity of {name} names CPUs {sorted(bad)} that do not "
+                                 f"exist (the machine has CPUs 0-{len(self.cpus) - 1})")
+        p = Process(len(self.processes), name, mask)
+        self.processes.append(p)
+        return p
+
+    def spawn(self, process: Process, name: str, body, cpus=None, start_running=False) -> Thread:
+        """Create a thread running ``body(thread)`` (a generator function).
+
+        The thread starts parked and is woken at once, so it goes through
+        placement like any new task (fork balancing in Linux)."""
+        allowed = range(len(self.cpus)) if process.affinity is None else process.affinity
+        if cpus is not None:
+            allowed = [c for c in cpus if c in set(allowed)]
+            if not allowed:
+                raise ValueError(f"thread {name}: affinity {sorted(cpus)} shares no CPU with "
+                                 f"its process {process.name}")
+        t = Thread(self, len(self.threads), name, process, tuple(sorted(allowed)))
+        self.threads.append(t)
+        process.threads.append(t)
+        t.wait_ev = Event(self.env)
+        t.proc = self.env.process(self._thread_main(t, body))
+        self.wake(t)
+        return t
+
+    def _thread_main(self, t: Thread, body):
+        yield t.wait_ev            # wait for the first dispatch
+        yield from body(t)
+        self._leave_cpu(t, DEAD)
+
+    # -- wake-ups and placement -------------------------------------------------------
+
+    def wake(self, t: Thread, waker: Thread | None = None) -> bool:
+        """Make a parked or blocked thread runnable (futex wake). The waker, if a
+        thread, pays the syscall on its next segment. Returns False if ``t`` was
+        not asleep (a lost wake-up is the strategy's bug, not the kernel's)."""
+        if t.state is not PARKED and t.state is not BLOCKED:
+            return False
+        if waker is not None:
+            waker.pending_busy += self.machine.futex_wake_cost()
+            waker.futex_wakes += 1
+        cpu = self._select_cpu(t, waker.cpu if waker is not None else None)
+        if cpu.current is None:
+            self._dispatch(cpu, t, from_idle=True)
+        else:
+            t.state = RUNNABLE
+            t.rq_since = self.env.now
+            cpu.rq.append(t)
+            if len(cpu.rq) > self.runqueue_max:
+                self.runqueue_max = len(cpu.rq)
+        return True
+
+    def _select_cpu(self, t: Thread, waker_cpu: Cpu | None) -> Cpu:
+        cpus = self.cpus
+        prev = t.last_cpu
+        allowed = t.allowed_set
+        if prev is not None and prev.current is None and prev.id in allowed:
+            return prev
+        if prev is not None and prev.id in allowed:
+            target = prev
+        elif waker_cpu is not None and waker_cpu.id in allowed:
+            target = waker_cpu
+        else:
+            target = cpus[t.allowed[0]]
+        if self.n_idle:
+            idle_cpu = None
+            for cid in self.llc_cpus[target.llc]:
+                c = cpus[cid]
+                if c.current is None and cid in allowed:
+                    if all(cpus[s].current is None for s in self.core_cpus[c.core]):
+                        return c         # a whole idle core (select_idle_core)
+                    if idle_cpu is None:
+                        idle_cpu = c
+            if idle_cpu is not None:
+                return idle_cpu
+            for cid in t.allowed:        # idle CPU elsewhere: the idle balancer would pull
+                if cpus[cid].current is None:
+                    return cpus[cid]
+        best = target
+        for cid in t.allowed:
+            c = cpus[cid]
+            if len(c.rq) < len(best.rq):
+                best = c
+        return best
+
+    def _dispatch(self, cpu: Cpu, t: Thread, from_idle: bool) -> None:
+        """Give ``cpu`` to ``t`` and resume it once the switch has happened."""
+        env = self.env
+        now = env.now
+        m = self.machine
+        if from_idle:
+            self.n_idle -= 1
+            delay = m.wake_latency(cpu.id, cpu.idle_since, now)
+            m.cpu_busy(cpu.id, now)
+        else:
+            delay = 0.0
+            t.pending_dispatch += now - t.rq_since if t.cont is None else 0.0
+        cpu.current = t
+        cpu.idle_since = -1.0
+        if cpu.last_tid != t.tid:
+            t.pending_busy += m.switch_cost(cpu.id, cpu.last_tid, t.tid)
+        if t.last_cpu is not None and t.last_cpu is not cpu:
+            t.migrations += 1
+        t.cpu = cpu
+        t.state = RUNNING
+        if self.trace is not None:
+            self.trace.append((now, cpu.id, t.tid, "dispatch", "", delay))
+        if t.cont is not None:
+            if delay:
+                env.timeout(delay).callbacks.append(lambda _e: self._run_chunk(t))
+            else:
+                self._run_chunk(t)
+            return
+        t.pending_dispatch += delay
+        ev = t.wait_ev
+        ev._ok = True
+        ev._value = None
+        env.schedule(ev, NORMAL, delay)
+
+    # -- leaving a CPU ----------------------------------------------------------------
+
+    def _leave_cpu(self, t: Thread, state: str) -> None:
+        cpu = t.cpu
+        if cpu is None:            # never dispatched (dead before start)
+            t.state = state
+            return
+        now = self.env.now
+        t.state = state
+        t.cs += 1
+        t.cpu = None
+        t.last_cpu = cpu
+        t.last_ran = now
+        cpu.last_tid = t.tid
+        cpu.current = None
+        self._next_on(cpu)
+
+    def _next_on(self, cpu: Cpu) -> None:
+        """``cpu`` is free: run the next queued thread, pull one, or go idle."""
+        if cpu.rq:
+            self._dispatch(cpu, cpu.rq.popleft(), from_idle=False)
+            return
+        pulled = self._pull_for(cpu)
+        if pulled is not None:
+            self._dispatch(cpu, pulled, from_idle=False)
+            return
+        now = self.env.now
+        cpu.idle_since = now
+        self.n_idle += 1
+        self.machine.cpu_idle(cpu.id, now)
+
+    def _pull_for(self, cpu: Cpu) -> Thread | None:
+        """newidle balance: take a queued thread that may run here and is not cache hot."""
+        now = self.env.now
+        busiest = None
+        for c in self.cpus:
+            if c.rq and (busiest is None or len(c.rq) > len(busiest.rq)):
+                busiest = c
+        if busiest is None:
+            return None
+        for t in busiest.rq:
+            if cpu.id in t.allowed_set and now - t.last_ran >= self.migration_cost:
+                busiest.rq.remove(t)
+                return t
+        return None
+
+    # -- chunks of long or contended segments ----------------------------------------
+
+    def _slice(self, cpu: Cpu) -> float:
+        return max(self.min_granularity, self.sched_latency / (1 + len(cpu.rq)))
+
+    def _run_chunk(self, t: Thread) -> None:
+        remaining, block_s = t.cont
+        cpu = t.cpu
+        now = self.env.now
+        chunk = min(remaining, self._slice(cpu)) if (cpu.rq or remaining > self.slice_max) \
+            else remaining
+        cpu.busy_s += chunk
+        cpu.chunk_t0 = now
+        cpu.chunk_t1 = now + chunk
+        t.cont = (remaining - chunk, block_s)
+        self.env.timeout(chunk).callbacks.append(lambda _e: self._chunk_end(t))
+
+    def _chunk_end(self, t: Thread) -> None:
+        remaining, block_s = t.cont
+        if remaining > 1e-15:
+            if t.cpu.rq:               # slice over and someone waits: preempt
+                cpu = t.cpu
+                self._leave_cpu(t, RUNNABLE)
+                t.rq_since = self.env.now
+                cpu.rq.append(t)
+                # _leave_cpu handed the CPU to the head of the queue already
+            else:
+                self._run_chunk(t)
+            return
+        t.cont = None
+        if block_s:
+            ev = t.wait_ev
+            self._leave_cpu(t, BLOCKED)
+            t.wait_ev = ev
+            self.env.timeout(block_s).callbacks.append(lambda _e: self.wake(t))
+            return
+        ev = t.wait_ev
+        ev.succeed()
+
+    # -- accounting ------------------------------------------------------------------------
+
+    def counters_now(self) -> dict:
+        """Counters per process and per CPU as of now, with segments still in flight
+        counted only for their elapsed part (so utilisation never exceeds 1)."""
+        now = self.env.now
+        procs = {}
+        for p in self.processes:
+            tot = [0.0] * len(CTR_FIELDS)
+            cs = mig = fw = 0
+            for t in p.threads:
+                ctr = t.ctr
+                for i in range(len(CTR_FIELDS)):
+                    tot[i] += ctr[i]
+                if t.seg_t1 > now > t.seg_t0 and t.seg_cost is not None:
+                    frac = (t.seg_t1 - now) / (t.seg_t1 - t.seg_t0)
+                    tot[K_TASK] -= frac * (t.seg_t1 - t.seg_t0)
+                    c = t.seg_cost
+                    tot[K_CYC] -= frac * c[C_CYC]
+                    tot[K_INS] -= frac * c[C_INS]
+                    tot[K_L1L] -= frac * c[C_L1L]
+                    tot[K_L1M] -= frac * c[C_L1M]
+                    tot[K_LLCL] -= frac * c[C_LLCL]
+                    tot[K_LLCM] -= frac * c[C_LLCM]
+                cs += t.cs
+                mig += t.migrations
+                fw += t.futex_wakes
+            d = dict(zip(CTR_FIELDS, tot))
+            d.update(context_switches=cs, cpu_migrations=mig, futex_wakes=fw)
+            procs[p.name] = d
+        busy = []
+        for c in self.cpus:
+            b = c.busy_s
+            if c.chunk_t1 > now:
+                b -= c.chunk_t1 - max(now, c.chunk_t0)
+            busy.append(b)
+        return {"processes": procs, "cpu_busy_s": busy}

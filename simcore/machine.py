@@ -1,0 +1,97 @@
+"""The interface between the engine and a hardware model, and the ideal machine.
+
+The simulated OS asks the machine three kinds of question:
+  * what does this segment cost on this CPU now (``execute``),
+  * what do scheduling events cost (context switch, futex wake, wake-up latency),
+  * tell me when a CPU goes busy or idle (for governors, SMT sharing and energy).
+
+The ideal machine answers with fixed cycles per instruction and zero overheads,
+so that an M/M/c run on it is exactly an M/M/c queue and queueing theory can
+check the engine. Real hardware lives in ``models.hardware``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+from simcore.work import Segment
+
+
+class MachineModel(Protocol):
+    """What the engine needs from a machine. CPUs are hardware threads 0..n_cpus-1."""
+
+    n_cpus: int
+    cpu_core: Sequence[int]   # physical core of each hardware thread (SMT siblings share one)
+    cpu_llc: Sequence[int]    # last-level-cache domain of each hardware thread
+    cpu_socket: Sequence[int]
+    nominal_ips: float        # instructions/s of one lone thread, warm caches, nominal clock
+
+    def bind(self, env, streams) -> None:
+        """Attach to a SimPy environment (start governor sampling and the like)."""
+
+    def execute(self, cpu: int, seg: Segment, thread_key: object, now: float) -> tuple:
+        """Cost of running ``seg`` on ``cpu`` starting at ``now``; see work.COST_FIELDS.
+        Updates the model's state (cache contents, line owners) as if it ran."""
+
+    def switch_cost(self, cpu: int, prev_key: object, next_key: object) -> float:
+        """Direct cost (s) of switching ``cpu`` from one thread to another."""
+
+    def wake_latency(self, cpu: int, idle_since: float, now: float) -> float:
+        """Delay (s) before a woken thread runs on ``cpu`` (C-state exit, IPI)."""
+
+    def futex_wake_cost(self) -> float:
+        """CPU time (s) the waker spends in the futex-wake syscall."""
+
+    def cpu_busy(self, cpu: int, now: float) -> None:
+        """``cpu`` starts running a thread."""
+
+    def cpu_idle(self, cpu: int, now: float) -> None:
+        """``cpu`` has nothing to run."""
+
+    def finish(self, now: float) -> dict:
+        """Close accounting at the end of the run: joules, per-CPU GHz and the like."""
+
+
+class IdealMachine:
+    """Fixed cycles per instruction at a fixed clock; no caches, no overheads.
+
+    cores  number of CPUs (one hardware thread each, one LLC domain)
+    ghz    clock (default 1 GHz: one instruction per nanosecond at cpi 1)
+    cpi    cycles per instruction
+    """
+
+    def __init__(self, cores: int = 1, ghz: float = 1.0, cpi: float = 1.0):
+        self.n_cpus = cores
+        self.cpu_core = list(range(cores))
+        self.cpu_llc = [0] * cores
+        self.cpu_socket = [0] * cores
+        self.ghz = ghz
+        self.cpi = cpi
+        self.nominal_ips = ghz * 1e9 / cpi
+        self._s_per_instr = cpi / (ghz * 1e9)
+
+    def bind(self, env, streams) -> None:
+        return None
+
+    def execute(self, cpu, seg, thread_key, now):
+        ins = seg.instructions
+        dur = ins * self._s_per_instr
+        return (dur, ins * self.cpi, ins, 0.0, 0.0, 0.0, 0.0, dur, 0.0, 0.0, 0.0)
+
+    def switch_cost(self, cpu, prev_key, next_key):
+        return 0.0
+
+    def wake_latency(self, cpu, idle_since, now):
+        return 0.0
+
+    def futex_wake_cost(self):
+        return 0.0
+
+    def cpu_busy(self, cpu, now):
+        return None
+
+    def cpu_idle(self, cpu, now):
+        return None
+
+    def finish(self, now):
+        return {"joules": 0.0, "cpu_ghz": [self.ghz] * self.n_cpus}

@@ -1,0 +1,312 @@
+"""``simulate(scenario) -> Result``: the one entry point the CLI, the app, sweeps
+and calibration all call."""
+
+from __future__ import annotations
+
+import math
+import numpy as np
+import simpy
+from scipy import stats
+
+from simcore.config import ConfigError, Scenario
+from simcore.kernel import Kernel
+from simcore.machine import IdealMachine
+from simcore.recorder import Recorder
+from simcore.rng import Streams
+from simcore.work import CAUSES
+
+EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs", "energy")
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
+
+
+class SimContext:
+    """What strategies and workloads see of a run."""
+
+    def __init__(self, cfg: Scenario, env, machine, kernel, streams, recorder):
+        self.cfg = cfg
+        self.env = env
+        self.machine = machine
+        self.kernel = kernel
+        self.streams = streams
+        self.recorder = recorder
+        self.server_cpus = self.cpu_list(cfg.server.cpus, "server.cpus") or \
+            list(range(machine.n_cpus))
+        self.server = kernel.process("server", self.server_cpus)
+        self.strategy = None
+        self.workload = None
+
+    def cpu_list(self, spec, field: str) -> list[int] | None:
+        """``server.cpus`` and friends: None (all), N (CPUs 0..N-1) or a list of ids."""
+        n = self.machine.n_cpus
+        if spec is None:
+            return None
+        if isinstance(spec, int):
+            if spec > n:
+                raise ConfigError(field, f"{spec} CPUs asked for but the machine has {n}")
+            return list(range(spec))
+        bad = [c for c in spec if c >= n]
+        if bad:
+            raise ConfigError(field, f"names CPU {bad[0]} but the machine has CPUs 0-{n - 1}")
+        if not spec:
+            raise ConfigError(field, "an empty CPU list")
+        return sorted(set(spec))
+
+    def done(self, req, thread) -> None:
+        """The server has handled ``req``."""
+        self.workload.finished(req, thread)
+
+
+def build_machine(cfg: Scenario):
+    from models.presets import get_preset, with_overrides
+
+    m = cfg.machine
+    try:
+        preset = get_preset(m.preset)
+    except KeyError as e:
+        raise ConfigError("machine.preset", e.args[0]) from None
+    changes = dict(m.overrides)
+    if m.cores is not None:
+        changes["cores_per_socket"] = m.cores
+    if m.threads_per_core is not None:
+        changes["threads_per_core"] = m.threads_per_core
+        if len(preset.smt_throughput) != m.threads_per_core:
+            changes.setdefault("smt_throughput", _stretch_smt(preset.smt_throughput,
+                                                              m.threads_per_core))
+    if m.sockets is not None:
+        changes["sockets"] = m.sockets
+    if m.turbo is not None:
+        changes["turbo"] = m.turbo
+    if changes:
+        fields = set(preset.__dataclass_fields__)
+        for k in changes:
+            if k not in fields:
+                raise ConfigError(f"machine.overrides.{k}", "not a preset parameter")
+        try:
+            preset = with_overrides(preset, **changes)
+        except (TypeError, ValueError) as e:
+            raise ConfigError("machine.overrides", str(e)) from None
+    default_on = preset.name != "ideal"
+    effects = {e: (getattr(m.effects, e) if getattr(m.effects, e) is not None else default_on)
+               for e in EFFECTS}
+    if m.governor is not None and m.governor not in GOVERNORS:
+        raise ConfigError("machine.governor", f"unknown governor {m.governor!r}; known: "
+                          f"{', '.join(GOVERNORS)}")
+    if m.governor == "userspace" and m.frequency_ghz is None:
+        raise ConfigError("machine.frequency_ghz", "the userspace governor needs a frequency")
+    if preset.name == "ideal" and not any(effects.values()) and m.frequency_ghz is None:
+        return IdealMachine(cores=preset.sockets * preset.cores_per_socket *
+                            preset.threads_per_core, ghz=preset.pstates_ghz[-1])
+    from models.hardware import HardwareMachine
+
+    try:
+        return HardwareMachine(preset, effects=effects, governor=m.governor,
+                               userspace_ghz=m.frequency_ghz, governor_params=m.governor_params)
+    except ValueError as e:
+        raise ConfigError("machine", str(e)) from None
+
+
+GOVERNORS = ("performance", "powersave", "userspace", "ondemand", "conservative", "schedutil")
+
+
+def _stretch_smt(curve, k):
+    curve = list(curve) + [curve[-1]] * k
+    return tuple(curve[:k])
+
+
+def simulate(cfg: Scenario, seed: int | None = None) -> dict:
+    """Run one scenario (all replications) and return the result as a plain dict."""
+    reps = cfg.run.replications
+    base = cfg.seed if seed is None else seed
+    if reps == 1:
+        return simulate_once(cfg, base)
+    seeds = np.random.SeedSequence(base).generate_state(reps).tolist()
+    runs = [simulate_once(cfg, int(s)) for s in seeds]
+    return combine_replications(runs)
+
+
+def simulate_once(cfg: Scenario, seed: int) -> dict:
+    from models.workloads import build_workload
+    from strategies import get_strategy
+
+    env = simpy.Environment()
+    streams = Streams(seed)
+    machine = build_machine(cfg)
+    kernel = Kernel(env, machine, trace_limit=cfg.run.trace_events)
+    run = cfg.run
+    batch = cfg.workload.kind == "batch"
+    if batch:
+        warm_n, measure_n, warm_s, measure_s = 0, cfg.workload.jobs, None, None
+    elif run.requests is not None:
+        warm_n = int(run.requests * run.warmup)
+        measure_n, warm_s = run.requests, None
+        measure_s = run.duration_s
+    else:
+        warm_n, measure_n = 0, None
+        warm_s, measure_s = run.duration_s * run.warmup, run.duration_s
+    recorder = Recorder(env, warmup_requests=warm_n, measure_requests=measure_n,
+                        warmup_s=warm_s, measure_s=measure_s, max_in_flight=run.max_in_flight)
+    ctx = SimContext(cfg, env, machine, kernel, streams, recorder)
+    snapshot = {}
+    recorder.on_measure_start.append(lambda: snapshot.update(_snapshot(kernel, env)))
+    if recorder.measuring:
+        snapshot.update(_snapshot(kernel, env))
+    machine.bind(env, streams)
+    ctx.strategy = get_strategy(cfg.strategy.name)(ctx, dict(cfg.strategy.params))
+    ctx.workload = build_workload(ctx)
+    ctx.strategy.start()
+    ctx.workload.start()
+    try:
+        env.run(until=recorder.stop)
+        stalled = False
+    except RuntimeError:            # no events left: everything is parked (a deadlock)
+        stalled = True
+    recorder.close()
+    return _result(cfg, seed, ctx, snapshot, stalled)
+
+
+def _snapshot(kernel, env) -> dict:
+    c = kernel.counters_now()
+    return {"t": env.now, "counters": c}
+
+
+def _diff(now: dict, then: dict | None) -> dict:
+    if then is None:
+        return dict(now)
+    return {k: now[k] - then.get(k, 0) for k in now}
+
+
+def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool) -> dict:
+    env, rec, kernel, machine = ctx.env, ctx.recorder, ctx.kernel, ctx.machine
+    t0 = snap.get("t", rec.t_measure)
+    window = env.now - t0
+    end = kernel.counters_now()
+    start = snap.get("counters", {"processes": {}, "cpu_busy_s": [0.0] * machine.n_cpus})
+    procs = {name: _diff(c, start["processes"].get(name)) for name, c in end["processes"].items()}
+    busy = [b - a for a, b in zip(start["cpu_busy_s"], end["cpu_busy_s"])]
+    fin = machine.finish(env.now)
+    srv = procs.get("server", {})
+    n = rec.measured
+    h = rec.hist
+    task_clock = srv.get("task_clock_s", 0.0)
+    cycles = srv.get("cycles", 0.0)
+    ins = srv.get("instructions", 0.0)
+    joules = fin.get("joules", 0.0)
+    in_flight = rec.in_system
+    warnings = []
+    drained = True
+    if stalled:
+        warnings.append("the run stalled: every thread waits and no event is left")
+    if rec.stop_reason.startswith("in-flight"):
+        warnings.append(rec.stop_reason)
+    offered = _offered_rate(cfg)
+    thr = n / window if window > 0 else 0.0
+    if not cfg.workload.kind == "batch":
+        grew = in_flight - rec.in_system_at_measure
+        if offered and thr < 0.98 * offered and grew > max(10, 0.01 * n):
+            drained = False
+            warnings.append(f"overloaded: offered {offered:.6g} req/s, served {thr:.6g} req/s; "
+                            f"the queue never drained ({in_flight} requests in flight at the end)")
+    lat = {"mean": _us(h.mean)}
+    for k, q in QUANTILES.items():
+        lat[k] = _us(h.quantile(q))
+    lat["max"] = _us(h.max if n else math.nan)
+    bd = {cause: _us(s / n) if n else math.nan for cause, s in zip(CAUSES, rec.bd_sum)}
+    arrived_window = rec.arrived - rec.arrived_at_measure
+    res = {
+        "scenario": cfg.name,
+        "strategy": cfg.strategy.name,
+        "machine": cfg.machine.preset,
+        "seed": seed,
+        "requests": n,
+        "sim_seconds": window,
+        "throughput_rps": thr,
+        "offered_rps": offered,
+        "latency_us": lat,
+        "wait_us": {"mean": _us(rec.wait_sum / n) if n else math.nan},
+        "cpus_utilized": task_clock / window if window > 0 else 0.0,
+        "task_clock_ms": task_clock * 1e3,
+        "cycles": cycles,
+        "instructions": ins,
+        "ipc": ins / cycles if cycles else math.nan,
+        "ghz": cycles / task_clock / 1e9 if task_clock else math.nan,
+        "l1d_loads": srv.get("l1d_loads", 0.0),
+        "l1d_misses": srv.get("l1d_misses", 0.0),
+        "llc_loads": srv.get("llc_loads", 0.0),
+        "llc_misses": srv.get("llc_misses", 0.0),
+        "context_switches": srv.get("context_switches", 0),
+        "cpu_migrations": srv.get("cpu_migrations", 0),
+        "futex_wakes": srv.get("futex_wakes", 0),
+        "joules": joules,
+        "joules_per_request": joules / n if n else math.nan,
+        "makespan_s": rec.last_done if cfg.workload.kind == "batch" else None,
+        "breakdown_us": bd,
+        "mean_in_system": (rec.area - rec.area_at_measure) / window if window > 0 else math.nan,
+        "arrived": arrived_window,
+        "in_flight_at_end": in_flight,
+        "drained": drained,
+        "stop_reason": rec.stop_reason or ("stalled" if stalled else ""),
+        "processes": {k: _clean(v) for k, v in procs.items()},
+        "cpu_utilization": [b / window if window > 0 else 0.0 for b in busy],
+        "cpu_ghz": fin.get("cpu_ghz"),
+        "runqueue_max": kernel.runqueue_max,
+        "warnings": warnings,
+    }
+    if kernel.trace is not None:
+        res["trace"] = [list(e) for e in kernel.trace]
+    return res
+
+
+def _offered_rate(cfg: Scenario):
+    wl = cfg.workload
+    if wl.kind in ("open", "connections", "stream"):
+        return getattr(wl, "rate_per_s", None)
+    return None
+
+
+def _us(x: float) -> float:
+    return x * 1e6
+
+
+def _clean(d: dict) -> dict:
+    out = dict(d)
+    out["task_clock_ms"] = out.pop("task_clock_s") * 1e3
+    return out
+
+
+CI_KEYS = ("throughput_rps", "cpus_utilized", "ipc", "ghz", "joules_per_request")
+
+
+def combine_replications(runs: list[dict]) -> dict:
+    """Mean of each figure over replications, with Student-t 95% intervals for the
+    main ones; the first run's structure carries everything else."""
+    out = dict(runs[0])
+    r = len(runs)
+
+    def ci(values):
+        a = np.asarray(values, dtype=float)
+        m = float(a.mean())
+        if r < 2 or not np.all(np.isfinite(a)):
+            return m, [m, m]
+        half = float(stats.t.ppf(0.975, r - 1) * a.std(ddof=1) / math.sqrt(r))
+        return m, [m - half, m + half]
+
+    cis = {}
+    for k in CI_KEYS:
+        out[k], cis[k] = ci([x[k] for x in runs])
+    for group in ("latency_us", "wait_us", "breakdown_us"):
+        out[group] = {}
+        for k in runs[0][group]:
+            out[group][k], cis[f"{group}.{k}"] = ci([x[group][k] for x in runs])
+    for k in ("requests", "sim_seconds", "task_clock_ms", "cycles", "instructions", "l1d_loads",
+              "l1d_misses", "llc_loads", "llc_misses", "context_switches", "cpu_migrations",
+              "futex_wakes", "joules", "mean_in_system"):
+        out[k] = float(np.mean([x[k] for x in runs]))
+    out["replications"] = r
+    out["seeds"] = [x["seed"] for x in runs]
+    out["ci95"] = cis
+    out["drained"] = all(x["drained"] for x in runs)
+    out["warnings"] = sorted({w for x in runs for w in x["warnings"]})
+    return out
+
+
+__all__ = ["simulate", "simulate_once", "build_machine", "SimContext"]

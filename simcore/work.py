@@ -1,0 +1,112 @@
+"""Units of work: segments that threads run, and the requests they serve.
+
+A *segment* is what a thread does between two scheduling points: some
+instructions over a memory footprint, perhaps some contended read-modify-writes
+on shared lines, perhaps followed by a blocking wait. The machine model turns a
+segment into cycles, misses and time in closed form, so the engine needs one
+SimPy timeout per segment however detailed the hardware model is.
+
+Footprints are split by *owner* because warmth belongs to data, not to
+threads: a request's parsed bytes are written by the producer and read by the
+consumer, a thread's stack follows the thread, code is shared by everyone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Owner kinds. A footprint entry is (kind, key, lines, writes):
+#   TASK   - the request's own data; key is the request id (written by the producer)
+#   THREAD - the running thread's private state (stack, buffers); key is the thread id
+#   CODE   - instructions and read-mostly data; key names the code path
+#   SHARED - lines every thread touches (queues, counters); key names the structure
+TASK, THREAD, CODE, SHARED = "task", "thread", "code", "shared"
+OWNER_KINDS = (TASK, THREAD, CODE, SHARED)
+
+
+@dataclass(slots=True)
+class Footprint:
+    """Cache lines a segment touches that belong to one owner."""
+
+    kind: str
+    key: object
+    lines: float
+    writes: bool = False  # the segment modifies these lines (makes this core their owner)
+
+
+@dataclass(slots=True)
+class Segment:
+    """A stretch of work that runs on one CPU without a scheduling point.
+
+    instructions  retired instructions (the compute part)
+    footprint     cache lines touched, by owner
+    contended_ops read-modify-writes on the shared line `contended_line`
+                  (a lock word, a counter, a queue head) that serialise across cores
+    block_s       a blocking wait after the compute (backend call, disk read);
+                  the thread leaves its CPU while it waits
+    label         what the work is, for traces ("parse", "handle", ...)
+    """
+
+    instructions: float
+    footprint: tuple[Footprint, ...] = ()
+    contended_ops: int = 0
+    contended_line: object = None
+    block_s: float = 0.0
+    label: str = ""
+
+
+# Breakdown causes, in the order results print them.
+CAUSES = (
+    "queue_wait",      # runnable but waiting for a thread or a CPU
+    "dispatch",        # hand-off: wake-up latency, context switch, futex syscalls
+    "compute",         # instructions at the current clock with warm caches
+    "cache_reload",    # misses to L2/LLC/DRAM for data that went cold
+    "coherence",       # lines fetched from another core's cache
+    "contention",      # stalls on contended lines and the memory bus queue
+    "blocked_io",      # blocking waits (backend, disk)
+)
+
+
+class Request:
+    """One request (or message) travelling through the system.
+
+    Plain attributes with __slots__: a run creates hundreds of thousands.
+    Times are simulated seconds; `bd` accumulates the breakdown by cause.
+    """
+
+    __slots__ = (
+        "id", "conn", "t_arrive", "t_start", "t_done", "service_s", "produce",
+        "consume", "producer_cpu", "producer_thread", "bd", "on_done", "client",
+        "invocation",
+    )
+
+    def __init__(self, rid: int, t_arrive: float, service_s: float, conn: int = 0):
+        self.id = rid
+        self.conn = conn
+        self.t_arrive = t_arrive
+        self.t_start = -1.0          # first instant a thread started working on it
+        self.t_done = -1.0
+        self.service_s = service_s   # nominal service demand (for segment building)
+        self.produce: Segment | None = None
+        self.consume: Segment | None = None
+        self.producer_cpu = -1
+        self.producer_thread = None
+        self.bd = [0.0] * len(CAUSES)
+        self.on_done = None          # callback(req) run by the workload on completion
+        self.client = None
+        self.invocation = "BLOCKING"
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Request({self.id}, conn={self.conn}, t={self.t_arrive:.6f})"
+
+
+# What running a segment costs, as the machine model returns it: a plain tuple
+# (allocation matters on the hot path) with these fields, in this order.
+# duration_s is wall time holding the CPU; compute_s + reload_s + coherence_s +
+# contention_s add up to duration_s.
+COST_FIELDS = (
+    "duration_s", "cycles", "instructions", "l1d_loads", "l1d_misses",
+    "llc_loads", "llc_misses", "compute_s", "reload_s", "coherence_s", "contention_s",
+)
+(C_DUR, C_CYC, C_INS, C_L1L, C_L1M, C_LLCL, C_LLCM,
+ C_COMPUTE, C_RELOAD, C_COHER, C_CONTEND) = range(len(COST_FIELDS))

@@ -1,0 +1,65 @@
+"""The strategy interface: who consumes each task that arrives.
+
+A strategy is a small object (Jetty's ExecutionStrategy in spirit). It owns the
+server's threads, which it spawns in ``start`` through the simulated OS, and it
+is told when a connection becomes readable (``on_arrival``). It reaches the
+machine only through its threads' ``run``/``park``/``block`` calls, and reports
+each handled request with ``ctx.done(req, thread)``.
+
+Each strategy declares its tunables as a pydantic model ``Params`` (unknown or
+impossible values are rejected with the field's name) and registers itself by
+name with ``@register``.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from simcore.config import ConfigError
+
+REGISTRY: dict[str, type[Strategy]] = {}
+
+
+class NoParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Strategy:
+    name = ""
+    summary = ""
+    Params: type[BaseModel] = NoParams
+
+    def __init__(self, ctx, params: dict):
+        self.ctx = ctx
+        self.env = ctx.env
+        self.kernel = ctx.kernel
+        try:
+            self.p = self.Params.model_validate(params)
+        except ValidationError as e:
+            err = e.errors()[0]
+            field = "strategy.params." + ".".join(str(x) for x in err["loc"])
+            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            raise ConfigError(field, f"{msg} (strategy {self.name})") from None
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def on_arrival(self, conn) -> None:
+        raise NotImplementedError
+
+    def default_threads(self) -> int:
+        """Server threads when the scenario does not say: one per server CPU."""
+        return self.ctx.cfg.server.threads or len(self.ctx.server_cpus)
+
+
+def register(cls: type[Strategy]) -> type[Strategy]:
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_strategy(name: str) -> type[Strategy]:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ConfigError("strategy.name", f"unknown strategy {name!r}; known: "
+                          f"{', '.join(sorted(REGISTRY))}") from None
