@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from simcore.rng import BlockSampler
+from simcore.rng import block_sampler
 
 KINDS = ("deterministic", "exponential", "lognormal", "empirical")
 
@@ -22,16 +22,16 @@ def sampler(kind: str, mean_s: float, gen: np.random.Generator, cv: float = 1.0,
     if kind == "deterministic":
         return lambda: mean_s
     if kind == "exponential":
-        return BlockSampler(gen, lambda g, n: g.exponential(mean_s, n))
+        return block_sampler(gen, lambda g, n: g.exponential(mean_s, n))
     if kind == "lognormal":
         # mean m and coefficient of variation cv -> sigma^2 = ln(1 + cv^2), mu = ln m - sigma^2/2
         s2 = math.log1p(cv * cv)
         mu = math.log(mean_s) - s2 / 2
         sigma = math.sqrt(s2)
-        return BlockSampler(gen, lambda g, n: g.lognormal(mu, sigma, n))
+        return block_sampler(gen, lambda g, n: g.lognormal(mu, sigma, n))
     if kind == "empirical":
         vals = np.asarray(values_s, dtype=float)
-        return BlockSampler(gen, lambda g, n: g.choice(vals, n))
+        return block_sampler(gen, lambda g, n: g.choice(vals, n))
     raise ValueError(f"unknown distribution {kind!r}; known: {', '.join(KINDS)}")
 
 

@@ -132,13 +132,13 @@ def format_result(r: dict) -> str:
     lat = r["latency_us"]
     n = max(r["requests"], 1)
     lines = [
-        f" Scenario {r['scenario']} | strategy {r['strategy']} | machine {r['machine']} | "
-        f"seed {r['seed']}",
+        (f" Scenario {r['scenario']} | strategy {r['strategy']} | machine {r['machine']} | "
+        f"seed {r['seed']}"),
         "",
-        f" {r['requests']:>16,} requests in {r['sim_seconds']:.4f} simulated s"
-        f"   {r['throughput_rps']:,.1f} req/s",
-        f" latency us       mean {lat['mean']:.1f}  p50 {lat['p50']:.1f}  p90 {lat['p90']:.1f}"
-        f"  p99 {lat['p99']:.1f}  p999 {lat['p999']:.1f}  max {lat['max']:.1f}",
+        (f" {r['requests']:>16,} requests in {r['sim_seconds']:.4f} simulated s"
+        f"   {r['throughput_rps']:,.1f} req/s"),
+        (f" latency us       mean {lat['mean']:.1f}  p50 {lat['p50']:.1f}  p90 {lat['p90']:.1f}"
+        f"  p99 {lat['p99']:.1f}  p999 {lat['p999']:.1f}  max {lat['max']:.1f}"),
         f" wait us          mean {r['wait_us']['mean']:.1f}",
         "",
         f" {r['task_clock_ms']:>16,.2f} task-clock (msec)   # {r['cpus_utilized']:.3f} CPUs utilized",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -137,7 +137,7 @@ class Stream(ServiceShape):
     consumers: PosInt = 1
 
 
-Workload = Annotated[Union[OpenLoop, ClosedLoop, Saturating, Batch, Connections, Stream],
+Workload = Annotated[OpenLoop | ClosedLoop | Saturating | Batch | Connections | Stream,
                      Field(discriminator="kind")]
 WORKLOAD_KINDS = ("open", "closed", "saturating", "batch", "connections", "stream")
 

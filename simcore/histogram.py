@@ -14,30 +14,26 @@ import math
 
 SUB = 128                 # sub-buckets per power of two
 _UNIT = 1e-9              # resolution: values are binned in nanoseconds
-_EXP_MIN = 0              # 1 ns
+_EXP_MIN = 0              # 1 ns (Recorder.complete inlines _index assuming 0)
 _EXP_MAX = 50             # 2^50 ns ~ 13 days
 _N = (_EXP_MAX - _EXP_MIN + 1) * SUB
 
 
 class LatencyHistogram:
-    __slots__ = ("counts", "n", "total", "total_sq", "min", "max")
+    __slots__ = ("counts", "max", "min", "n", "total")
 
     def __init__(self):
         self.counts = [0] * _N
         self.n = 0
         self.total = 0.0
-        self.total_sq = 0.0
         self.min = math.inf
         self.max = 0.0
 
     def record(self, value_s: float) -> None:
         self.n += 1
         self.total += value_s
-        self.total_sq += value_s * value_s
-        if value_s > self.max:
-            self.max = value_s
-        if value_s < self.min:
-            self.min = value_s
+        self.max = max(self.max, value_s)
+        self.min = min(self.min, value_s)
         self.counts[_index(value_s)] += 1
 
     def merge(self, other: LatencyHistogram) -> None:
@@ -47,7 +43,6 @@ class LatencyHistogram:
                 c[i] += v
         self.n += other.n
         self.total += other.total
-        self.total_sq += other.total_sq
         self.min = min(self.min, other.min)
         self.max = max(self.max, other.max)
 

@@ -30,8 +30,19 @@ from collections import deque
 
 from simpy.events import NORMAL, Event
 
-from simcore.work import C_CYC, C_DUR, C_INS, C_L1L, C_L1M, C_LLCL, C_LLCM, C_COMPUTE, \
-    C_RELOAD, C_COHER, C_CONTEND
+from simcore.work import (
+    C_COHER,
+    C_COMPUTE,
+    C_CONTEND,
+    C_CYC,
+    C_DUR,
+    C_INS,
+    C_L1L,
+    C_L1M,
+    C_LLCL,
+    C_LLCM,
+    C_RELOAD,
+)
 
 RUNNING, RUNNABLE, PARKED, BLOCKED, DEAD = "running", "runnable", "parked", "blocked", "dead"
 
@@ -61,8 +72,19 @@ class Process:
 class Cpu:
     """One hardware thread with its run queue."""
 
-    __slots__ = ("id", "llc", "core", "current", "rq", "idle_since", "last_tid",
-                 "busy_s", "chunk_t0", "chunk_t1", "timeline")
+    __slots__ = (
+        "busy_s",
+        "chunk_t0",
+        "chunk_t1",
+        "core",
+        "current",
+        "id",
+        "idle_since",
+        "last_tid",
+        "llc",
+        "rq",
+        "timeline",
+    )
 
     def __init__(self, cid: int, core: int, llc: int):
         self.id = cid
@@ -80,10 +102,32 @@ class Cpu:
 class Thread:
     """A simulated kernel thread. Strategies create them with Kernel.spawn."""
 
-    __slots__ = ("kernel", "tid", "name", "process", "allowed", "allowed_set", "cpu",
-                 "last_cpu", "state", "wait_ev", "pending_busy", "pending_dispatch",
-                 "last_ran", "ctr", "cs", "migrations", "futex_wakes", "rq_since",
-                 "cont", "seg_t0", "seg_t1", "seg_cost", "proc", "data")
+    __slots__ = (
+        "allowed",
+        "allowed_set",
+        "cont",
+        "cpu",
+        "cs",
+        "ctr",
+        "data",
+        "futex_wakes",
+        "kernel",
+        "last_cpu",
+        "last_ran",
+        "migrations",
+        "name",
+        "pending_busy",
+        "pending_dispatch",
+        "proc",
+        "process",
+        "rq_since",
+        "seg_cost",
+        "seg_t0",
+        "seg_t1",
+        "state",
+        "tid",
+        "wait_ev",
+    )
 
     def __init__(self, kernel: Kernel, tid: int, name: str, process: Process,
                  allowed: tuple[int, ...]):
@@ -121,6 +165,41 @@ class Thread:
         cpu = self.cpu
         env = k.env
         now = env.now
+        if k.ideal_spi:
+            # Ideal machine: time is instructions x seconds per instruction, nothing else
+            # (cycles are derived in counters_now). Kept inline: this is the hot path of
+            # every queueing-theory run.
+            ins = seg.instructions
+            total = ins * k.ideal_spi + self.pending_busy
+            self.pending_busy = 0.0
+            ctr = self.ctr
+            ctr[K_TASK] += total
+            ctr[K_INS] += ins
+            self.seg_t0 = now
+            self.seg_t1 = now + total
+            self.seg_cost = None
+            if req is not None:
+                if req.t_start < 0.0:
+                    req.t_start = now
+                bd = req.bd
+                bd[B_COMPUTE] += total
+                if self.pending_dispatch:
+                    bd[B_DISPATCH] += self.pending_dispatch
+                    self.pending_dispatch = 0.0
+                if seg.block_s:
+                    bd[B_IO] += seg.block_s
+            if total <= k.slice_max and not cpu.rq and not seg.block_s and k.trace is None:
+                cpu.busy_s += total
+                cpu.chunk_t0 = now
+                cpu.chunk_t1 = now + total
+                return env.timeout(total)
+        else:
+            return self._run_model(seg, req, cpu, env, now)
+        return self._run_slow(seg, total, cpu, env, now)
+
+    def _run_model(self, seg, req, cpu, env, now) -> Event:
+        """run() on a machine model: its cost, counters and breakdown."""
+        k = self.kernel
         cost = k.machine.execute(cpu.id, seg, self.tid, now)
         dur = cost[C_DUR]
         extra = self.pending_busy
@@ -149,14 +228,18 @@ class Thread:
             bd[B_CONTEND] += cost[C_CONTEND]
             if seg.block_s:
                 bd[B_IO] += seg.block_s
-        if k.trace is not None:
-            k.trace.append((now, cpu.id, self.tid, "run", seg.label, total))
-        if total <= k.slice_max and not cpu.rq and not seg.block_s:
+        if total <= k.slice_max and not cpu.rq and not seg.block_s and k.trace is None:
             cpu.busy_s += total
             cpu.chunk_t0 = now
             cpu.chunk_t1 = now + total
             return env.timeout(total)
-        # Slow path: the kernel drives chunks, preemption and the blocking wait.
+        return self._run_slow(seg, total, cpu, env, now)
+
+    def _run_slow(self, seg, total, cpu, env, now) -> Event:
+        """The kernel drives chunks, preemption and the blocking wait."""
+        k = self.kernel
+        if k.trace is not None:
+            k.trace.append((now, cpu.id, self.tid, "run", seg.label, total))
         done = Event(env)
         self.wait_ev = done
         self.cont = (total, seg.block_s)
@@ -207,7 +290,12 @@ class Kernel:
         self.slice_max = self.sched_latency
         self.migration_cost = SCHED_MIGRATION_COST_S
         self.trace = deque(maxlen=trace_limit) if trace_limit else None
+        from simcore.machine import IdealMachine
+        # Seconds per instruction when the machine is the ideal one (enables the fast path).
+        self.ideal_spi = machine._s_per_instr if type(machine) is IdealMachine else 0.0
         self.runqueue_max = 0
+        self.n_queued = 0             # threads waiting in any run queue
+        self.deferred: list | None = None   # zero-delay wake events being collected
 
     # -- creation ------------------------------------------------------------------------
 
@@ -239,7 +327,7 @@ class Kernel:
         self.threads.append(t)
         process.threads.append(t)
         t.wait_ev = Event(self.env)
-        t.proc = self.env.process(self._thread_main(t, body))
+        t.proc = _drive(self._thread_main(t, body))
         self.wake(t)
         return t
 
@@ -266,8 +354,8 @@ class Kernel:
             t.state = RUNNABLE
             t.rq_since = self.env.now
             cpu.rq.append(t)
-            if len(cpu.rq) > self.runqueue_max:
-                self.runqueue_max = len(cpu.rq)
+            self.n_queued += 1
+            self.runqueue_max = max(self.runqueue_max, len(cpu.rq))
         return True
 
     def _select_cpu(self, t: Thread, waker_cpu: Cpu | None) -> Cpu:
@@ -308,16 +396,19 @@ class Kernel:
         env = self.env
         now = env.now
         m = self.machine
+        ideal = self.ideal_spi
         if from_idle:
             self.n_idle -= 1
-            delay = m.wake_latency(cpu.id, cpu.idle_since, now)
-            m.cpu_busy(cpu.id, now)
+            if ideal:
+                delay = 0.0
+            else:
+                delay = m.wake_latency(cpu.id, cpu.idle_since, now)
+                m.cpu_busy(cpu.id, now)
         else:
-            delay = 0.0
-            t.pending_dispatch += now - t.rq_since if t.cont is None else 0.0
+            delay = 0.0     # time spent runnable in the queue is queue wait, not dispatch
         cpu.current = t
         cpu.idle_since = -1.0
-        if cpu.last_tid != t.tid:
+        if cpu.last_tid != t.tid and not ideal:
             t.pending_busy += m.switch_cost(cpu.id, cpu.last_tid, t.tid)
         if t.last_cpu is not None and t.last_cpu is not cpu:
             t.migrations += 1
@@ -335,7 +426,32 @@ class Kernel:
         ev = t.wait_ev
         ev._ok = True
         ev._value = None
-        env.schedule(ev, NORMAL, delay)
+        if delay == 0.0 and self.deferred is not None:
+            self.deferred.append(ev)
+        else:
+            env.schedule(ev, NORMAL, delay)
+
+    # -- wake-ups issued from outside any thread -----------------------------------------
+
+    def collect_wakes(self) -> None:
+        """Start collecting zero-delay wake-ups (see run_collected)."""
+        self.deferred = []
+
+    def run_collected(self) -> None:
+        """Resume the threads woken since collect_wakes, now.
+
+        A callback that is not a thread (an arrival delivered by the NIC) may wake
+        threads; with no wake-up latency, their wake events would be processed at
+        this same instant right after the callback returns. Processing them here,
+        once the callback has finished, is the same order of effects without a
+        trip through the event queue."""
+        evs = self.deferred
+        self.deferred = None
+        for ev in evs:
+            cbs = ev.callbacks
+            ev.callbacks = None
+            for cb in cbs:
+                cb(ev)
 
     # -- leaving a CPU ----------------------------------------------------------------
 
@@ -357,16 +473,19 @@ class Kernel:
     def _next_on(self, cpu: Cpu) -> None:
         """``cpu`` is free: run the next queued thread, pull one, or go idle."""
         if cpu.rq:
+            self.n_queued -= 1
             self._dispatch(cpu, cpu.rq.popleft(), from_idle=False)
             return
-        pulled = self._pull_for(cpu)
-        if pulled is not None:
-            self._dispatch(cpu, pulled, from_idle=False)
-            return
+        if self.n_queued:
+            pulled = self._pull_for(cpu)
+            if pulled is not None:
+                self._dispatch(cpu, pulled, from_idle=False)
+                return
         now = self.env.now
         cpu.idle_since = now
         self.n_idle += 1
-        self.machine.cpu_idle(cpu.id, now)
+        if not self.ideal_spi:
+            self.machine.cpu_idle(cpu.id, now)
 
     def _pull_for(self, cpu: Cpu) -> Thread | None:
         """newidle balance: take a queued thread that may run here and is not cache hot."""
@@ -380,6 +499,7 @@ class Kernel:
         for t in busiest.rq:
             if cpu.id in t.allowed_set and now - t.last_ran >= self.migration_cost:
                 busiest.rq.remove(t)
+                self.n_queued -= 1
                 return t
         return None
 
@@ -408,6 +528,7 @@ class Kernel:
                 self._leave_cpu(t, RUNNABLE)
                 t.rq_since = self.env.now
                 cpu.rq.append(t)
+                self.n_queued += 1
                 # _leave_cpu handed the CPU to the head of the queue already
             else:
                 self._run_chunk(t)
@@ -449,6 +570,8 @@ class Kernel:
                 cs += t.cs
                 mig += t.migrations
                 fw += t.futex_wakes
+            if self.ideal_spi:
+                tot[K_CYC] = tot[K_INS] * self.machine.cpi
             d = dict(zip(CTR_FIELDS, tot))
             d.update(context_switches=cs, cpu_migrations=mig, futex_wakes=fw)
             procs[p.name] = d
@@ -459,3 +582,27 @@ class Kernel:
                 b -= c.chunk_t1 - max(now, c.chunk_t0)
             busy.append(b)
         return {"processes": procs, "cpu_busy_s": busy}
+
+
+def _drive(gen):
+    """Run a thread's generator on SimPy events without a simpy.Process.
+
+    A Process resumption does interrupt and failure bookkeeping that simulated
+    threads never need; a bare callback that sends the event's value into the
+    generator and hooks itself onto the next event costs about half as much. A
+    thread body raising an exception stops the whole run, as it should (it is a
+    bug in a strategy), with the exception's own traceback."""
+
+    def resume(ev):
+        try:
+            nxt = gen.send(ev._value)
+            while nxt.callbacks is None:      # already processed: go straight on
+                nxt = gen.send(nxt._value)
+        except StopIteration:
+            return
+        nxt.callbacks.append(resume)
+
+    first = gen.send(None)
+    first.callbacks.append(resume)
+    return gen
+

@@ -12,7 +12,8 @@ check the engine. Real hardware lives in ``models.hardware``.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from simcore.work import Segment
 

@@ -9,12 +9,17 @@ server would.
 
 from __future__ import annotations
 
+from math import frexp
+
 from simpy.events import Event
 
-from simcore.histogram import LatencyHistogram
+from simcore.histogram import _N as N_BUCKETS
+from simcore.histogram import SUB, LatencyHistogram
 from simcore.work import CAUSES
 
 B_QUEUE = 0
+TWO_SUB = 2 * SUB
+assert len(CAUSES) == 7, "Recorder.complete unrolls the breakdown over 7 causes"
 
 
 class Recorder:
@@ -26,8 +31,8 @@ class Recorder:
         self.wait_sum = 0.0
         self.bd_sum = [0.0] * len(CAUSES)
         self.arrived = 0
-        self.completed = 0          # all completions, warm-up included
-        self.measured = 0
+        self.completed_warmup = 0   # completions before the window (measured: hist.n)
+        self.stopped = False
         self.in_system = 0
         self.area = 0.0             # integral of in_system over time
         self.t_last = 0.0
@@ -44,7 +49,6 @@ class Recorder:
         self.stop = Event(env)
         self.stop_reason = ""
         self.makespan_s = None
-        self.first_arrival = None
         self.last_done = 0.0
         if warmup_s is not None:
             env.timeout(warmup_s).callbacks.append(lambda _e: self._start_measuring())
@@ -55,48 +59,83 @@ class Recorder:
 
     # -- hooks the workload calls -------------------------------------------------------
 
+    def catch_up(self, now: float) -> None:
+        """Replaced by a workload that defers arrivals (see workloads.OpenLoop)."""
+
     def arrive(self, req) -> None:
-        now = self.env.now
-        self.area += self.in_system * (now - self.t_last)
+        now = req.t_arrive      # may lie before env.now when delivered late (catch_up)
+        n = self.in_system
+        self.area += n * (now - self.t_last)
         self.t_last = now
-        self.in_system += 1
+        self.in_system = n + 1
         self.arrived += 1
-        if self.first_arrival is None:
-            self.first_arrival = now
-        if self.in_system > self.max_in_flight and not self.stop.triggered:
+        if n >= self.max_in_flight and not self.stopped:
             self._stop(f"in-flight requests passed run.max_in_flight={self.max_in_flight}")
 
-    def complete(self, req) -> None:
+    def complete(self, req, thread=None) -> None:
+        """``req`` has been served (``thread`` is who finished it, unused here)."""
         now = self.env.now
-        self.area += self.in_system * (now - self.t_last)
+        self.catch_up(now)
+        n = self.in_system
+        self.area += n * (now - self.t_last)
         self.t_last = now
-        self.in_system -= 1
-        self.completed += 1
+        self.in_system = n - 1
         self.last_done = now
-        req.t_done = now
         if self.measuring:
-            lat = now - req.t_arrive
-            self.hist.record(lat)
-            self.wait_sum += req.t_start - req.t_arrive
+            t_arrive = req.t_arrive
+            lat = now - t_arrive
+            # LatencyHistogram.record, inlined: this runs once per request.
+            h = self.hist
+            h.n += 1
+            h.total += lat
+            h.max = max(h.max, lat)
+            h.min = min(h.min, lat)
+            ns = lat * 1e9
+            if ns >= 1.0:
+                m, e = frexp(ns)
+                i = (e - 1) * SUB + int((m - 0.5) * TWO_SUB)
+                h.counts[i if i < N_BUCKETS else N_BUCKETS - 1] += 1
+            else:
+                h.counts[0] += 1
+            self.wait_sum += req.t_start - t_arrive
+            # Breakdown sums, unrolled over CAUSES[1:]; queue wait (index 0) is the
+            # remainder, computed once at the end (bd_sums).
             bd = req.bd
             s = self.bd_sum
-            other = 0.0
-            for i in range(1, len(bd)):
-                s[i] += bd[i]
-                other += bd[i]
-            # Queue wait is what is left: time runnable or queued that no cost explains.
-            s[B_QUEUE] += lat - other
-            self.measured += 1
-            if self.measured == self.measure_requests and not self.stop.triggered:
+            s[1] += bd[1]
+            s[2] += bd[2]
+            s[3] += bd[3]
+            s[4] += bd[4]
+            s[5] += bd[5]
+            s[6] += bd[6]
+            if h.n == self.measure_requests and not self.stopped:
                 self._stop("request limit")
-        if self.source_exhausted and self.in_system == 0 and not self.stop.triggered:
+        else:
+            self.completed_warmup += 1
+            if self.completed_warmup == self.warmup_requests:
+                self._start_measuring()
+        if self.source_exhausted and n == 1 and not self.stopped:
             self._stop("workload finished")
-        elif self.completed == self.warmup_requests:
-            self._start_measuring()
+
+    @property
+    def measured(self) -> int:
+        return self.hist.n
+
+    @property
+    def completed(self) -> int:
+        return self.completed_warmup + self.hist.n
+
+    def bd_sums(self) -> list[float]:
+        """Total seconds by cause over measured requests; queue wait is what is left of
+        the latency once every cost is counted (time runnable or queued)."""
+        s = list(self.bd_sum)
+        s[B_QUEUE] = self.hist.total - sum(s[1:])
+        return s
 
     # -- window -------------------------------------------------------------------------
 
     def _start_measuring(self) -> None:
+        self.catch_up(self.env.now)
         self.measuring = True
         self._begin_window()
         for cb in self.on_measure_start:
@@ -111,15 +150,21 @@ class Recorder:
         self.arrived_at_measure = self.arrived
         self.in_system_at_measure = self.in_system
         if self.measure_s is not None:
-            self.env.timeout(self.measure_s).callbacks.append(
-                lambda _e: self._stop("duration") if not self.stop.triggered else None)
+            self.env.timeout(self.measure_s).callbacks.append(self._duration_over)
+
+    def _duration_over(self, _ev) -> None:
+        self.catch_up(self.env.now)
+        if not self.stopped:
+            self._stop("duration")
 
     def _stop(self, reason: str) -> None:
         self.stop_reason = reason
+        self.stopped = True
         self.stop.succeed()
 
     def close(self) -> None:
         """Bring the in-system integral up to now (call once the run has ended)."""
         now = self.env.now
+        self.catch_up(now)
         self.area += self.in_system * (now - self.t_last)
         self.t_last = now

@@ -13,6 +13,7 @@ sample costs ~1 us, a list index ~30 ns.
 from __future__ import annotations
 
 import zlib
+from functools import partial
 
 import numpy as np
 
@@ -32,22 +33,13 @@ class Streams:
         return g
 
 
-class BlockSampler:
-    """Draws from ``draw(gen, n) -> array`` in blocks; call the sampler for one value."""
+def block_sampler(gen: np.random.Generator, draw):
+    """A zero-argument callable returning draws of ``draw(gen, n) -> array`` one at a
+    time, drawn in blocks. ``partial(next, generator)`` is a C-level call: about 60 ns
+    a value against ~700 ns for a Python method."""
 
-    __slots__ = ("_gen", "_draw", "_buf", "_i")
+    def values():
+        while True:
+            yield from draw(gen, BLOCK).tolist()
 
-    def __init__(self, gen: np.random.Generator, draw):
-        self._gen = gen
-        self._draw = draw
-        self._buf: list[float] = []
-        self._i = 0
-
-    def __call__(self) -> float:
-        i = self._i
-        buf = self._buf
-        if i >= len(buf):
-            buf = self._buf = self._draw(self._gen, BLOCK).tolist()
-            i = 0
-        self._i = i + 1
-        return buf[i]
+    return partial(next, values())

@@ -4,6 +4,7 @@ and calibration all call."""
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import simpy
 from scipy import stats
@@ -34,6 +35,10 @@ class SimContext:
         self.server = kernel.process("server", self.server_cpus)
         self.strategy = None
         self.workload = None
+
+    @staticmethod
+    def arrivals_may_wake() -> None:
+        """A thread went idle (replaced by workloads that defer arrivals)."""
 
     def cpu_list(self, spec, field: str) -> list[int] | None:
         """``server.cpus`` and friends: None (all), N (CPUs 0..N-1) or a list of ids."""
@@ -125,6 +130,13 @@ def simulate(cfg: Scenario, seed: int | None = None) -> dict:
 
 
 def simulate_once(cfg: Scenario, seed: int) -> dict:
+    """One replication: build, run to the limit, and report."""
+    ctx = build(cfg, seed)
+    return finish(ctx, run_built(ctx))
+
+
+def build(cfg: Scenario, seed: int) -> SimContext:
+    """Everything a run needs, wired and started but not yet run (tests inspect it)."""
     from models.workloads import build_workload
     from strategies import get_strategy
 
@@ -133,8 +145,7 @@ def simulate_once(cfg: Scenario, seed: int) -> dict:
     machine = build_machine(cfg)
     kernel = Kernel(env, machine, trace_limit=cfg.run.trace_events)
     run = cfg.run
-    batch = cfg.workload.kind == "batch"
-    if batch:
+    if cfg.workload.kind == "batch":
         warm_n, measure_n, warm_s, measure_s = 0, cfg.workload.jobs, None, None
     elif run.requests is not None:
         warm_n = int(run.requests * run.warmup)
@@ -146,22 +157,35 @@ def simulate_once(cfg: Scenario, seed: int) -> dict:
     recorder = Recorder(env, warmup_requests=warm_n, measure_requests=measure_n,
                         warmup_s=warm_s, measure_s=measure_s, max_in_flight=run.max_in_flight)
     ctx = SimContext(cfg, env, machine, kernel, streams, recorder)
-    snapshot = {}
-    recorder.on_measure_start.append(lambda: snapshot.update(_snapshot(kernel, env)))
+    ctx.seed = seed
+    ctx.snapshot = {}
+    recorder.on_measure_start.append(lambda: ctx.snapshot.update(_snapshot(kernel, env)))
     if recorder.measuring:
-        snapshot.update(_snapshot(kernel, env))
+        ctx.snapshot.update(_snapshot(kernel, env))
     machine.bind(env, streams)
     ctx.strategy = get_strategy(cfg.strategy.name)(ctx, dict(cfg.strategy.params))
     ctx.workload = build_workload(ctx)
+    ctx.done = ctx.workload.finished
     ctx.strategy.start()
     ctx.workload.start()
+    return ctx
+
+
+def run_built(ctx: SimContext) -> bool:
+    """Run until the recorder stops the run; False if it stalled (no events left)."""
     try:
-        env.run(until=recorder.stop)
+        ctx.env.run(until=ctx.recorder.stop)
         stalled = False
-    except RuntimeError:            # no events left: everything is parked (a deadlock)
+    except RuntimeError as e:      # no events left: everything is parked (a deadlock)
+        if "No scheduled events left" not in str(e):
+            raise
         stalled = True
-    recorder.close()
-    return _result(cfg, seed, ctx, snapshot, stalled)
+    ctx.recorder.close()
+    return stalled
+
+
+def finish(ctx: SimContext, stalled: bool) -> dict:
+    return _result(ctx.cfg, ctx.seed, ctx, ctx.snapshot, stalled)
 
 
 def _snapshot(kernel, env) -> dict:
@@ -200,7 +224,7 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
         warnings.append(rec.stop_reason)
     offered = _offered_rate(cfg)
     thr = n / window if window > 0 else 0.0
-    if not cfg.workload.kind == "batch":
+    if cfg.workload.kind != "batch":
         grew = in_flight - rec.in_system_at_measure
         if offered and thr < 0.98 * offered and grew > max(10, 0.01 * n):
             drained = False
@@ -210,7 +234,7 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
     for k, q in QUANTILES.items():
         lat[k] = _us(h.quantile(q))
     lat["max"] = _us(h.max if n else math.nan)
-    bd = {cause: _us(s / n) if n else math.nan for cause, s in zip(CAUSES, rec.bd_sum)}
+    bd = {cause: _us(s / n) if n else math.nan for cause, s in zip(CAUSES, rec.bd_sums())}
     arrived_window = rec.arrived - rec.arrived_at_measure
     res = {
         "scenario": cfg.name,
@@ -309,4 +333,4 @@ def combine_replications(runs: list[dict]) -> dict:
     return out
 
 
-__all__ = ["simulate", "simulate_once", "build_machine", "SimContext"]
+__all__ = ["SimContext", "build_machine", "simulate", "simulate_once"]

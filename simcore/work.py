@@ -75,9 +75,16 @@ class Request:
     """
 
     __slots__ = (
-        "id", "conn", "t_arrive", "t_start", "t_done", "service_s", "produce",
-        "consume", "producer_cpu", "producer_thread", "bd", "on_done", "client",
+        "bd",
+        "conn",
+        "consume",
+        "id",
         "invocation",
+        "produce",
+        "service_s",
+        "t_arrive",
+        "t_done",
+        "t_start",
     )
 
     def __init__(self, rid: int, t_arrive: float, service_s: float, conn: int = 0):
@@ -89,11 +96,7 @@ class Request:
         self.service_s = service_s   # nominal service demand (for segment building)
         self.produce: Segment | None = None
         self.consume: Segment | None = None
-        self.producer_cpu = -1
-        self.producer_thread = None
-        self.bd = [0.0] * len(CAUSES)
-        self.on_done = None          # callback(req) run by the workload on completion
-        self.client = None
+        self.bd = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]   # seconds by cause (CAUSES order)
         self.invocation = "BLOCKING"
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid

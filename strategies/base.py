@@ -47,6 +47,12 @@ class Strategy:
     def on_arrival(self, conn) -> None:
         raise NotImplementedError
 
+    def arrival_wakes(self) -> bool:
+        """Would an arrival now make a thread act at once? Strategies that can answer
+        False (all their threads busy) let the workload skip the arrival's event;
+        they must then call ``ctx.arrivals_may_wake()`` whenever a thread goes idle."""
+        return True
+
     def default_threads(self) -> int:
         """Server threads when the scenario does not say: one per server CPU."""
         return self.ctx.cfg.server.threads or len(self.ctx.server_cpus)

@@ -41,17 +41,22 @@ class SharedQueue(Strategy):
         if self.idle:
             self.kernel.wake(self.idle.pop())
 
+    def arrival_wakes(self) -> bool:
+        return bool(self.idle)
+
     def _worker(self, t):
         q = self.queue
         idle = self.idle
-        done = self.ctx.done
+        ctx = self.ctx
+        done = ctx.done
         while True:
             if q:
                 req = q.popleft()
                 if req.produce is not None:
                     yield t.run(req.produce, req)
                 yield t.run(req.consume, req)
-                done(req, t)
+                done(req, t)      # the recorder catches up deferred arrivals here
             else:
                 idle.append(t)
+                ctx.arrivals_may_wake()
                 yield t.park()

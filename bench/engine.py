@@ -1,0 +1,114 @@
+"""Engine speed benchmark: customers per second on one M/M/c, measured in one run.
+
+    python bench/engine.py [--customers N] [--full-requests N]
+
+Runs the same M/M/4 queue (utilisation 0.8) three ways, one after another in
+this process, and prints customers/s of each and their ratios:
+  * warmcore's `mmc` scenario (the whole engine: simulated OS, recorder, result),
+  * Ciw (a dedicated queueing simulator),
+  * a bare, lean SimPy loop (an arrival process, c server processes, a deque).
+Targets (issue 2): warmcore >= 4x Ciw and >= 0.5x the bare loop.
+With --full-requests, it also runs `pipeline` with every hardware effect on
+(issue 3) and prints its requests/s as a ratio to `mmc` (target >= 0.3).
+Ratios, not absolute speeds, are the figures to watch: the machines are shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from collections import deque
+
+C, RATE, SERVICE_S = 4, 3200.0, 1e-3   # rho = 3200 * 1e-3 / 4 = 0.8
+
+
+def bare_simpy(customers: int, seed: int = 1) -> float:
+    """The leanest idiomatic SimPy M/M/c: long-lived processes, a deque, plain events."""
+    import simpy
+
+    env = simpy.Environment()
+    rnd = random.Random(seed)
+    queue: deque = deque()
+    idle: list = []
+    done = [0]
+    stop = env.event()
+
+    def arrivals():
+        for _ in range(customers):
+            yield env.timeout(rnd.expovariate(RATE))
+            queue.append(env.now)
+            if idle:
+                idle.pop().succeed()
+
+    def server():
+        while True:
+            if not queue:
+                ev = env.event()
+                idle.append(ev)
+                yield ev
+                continue
+            queue.popleft()
+            yield env.timeout(rnd.expovariate(1 / SERVICE_S))
+            done[0] += 1
+            if done[0] == customers:
+                stop.succeed()
+
+    env.process(arrivals())
+    for _ in range(C):
+        env.process(server())
+    t = time.perf_counter()
+    env.run(until=stop)
+    return customers / (time.perf_counter() - t)
+
+
+def ciw_rate(customers: int, seed: int = 1) -> float:
+    import ciw
+
+    ciw.seed(seed)
+    net = ciw.create_network(arrival_distributions=[ciw.dists.Exponential(RATE)],
+                             service_distributions=[ciw.dists.Exponential(1 / SERVICE_S)],
+                             number_of_servers=[C])
+    sim = ciw.Simulation(net)
+    t = time.perf_counter()
+    sim.simulate_until_max_customers(customers, method="Finish")
+    return customers / (time.perf_counter() - t)
+
+
+def warmcore_rate(scenario: str, customers: int, sets=()) -> tuple[float, dict]:
+    from simcore import load, simulate
+
+    cfg = load(scenario, list(sets), requests=customers)
+    cfg.run.warmup = 0.0
+    t = time.perf_counter()
+    res = simulate(cfg)
+    return res["requests"] / (time.perf_counter() - t), res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--customers", type=int, default=200_000)
+    ap.add_argument("--ciw-customers", type=int, default=50_000,
+                    help="Ciw is slow: its rate is measured on fewer customers")
+    ap.add_argument("--full-requests", type=int, default=0,
+                    help="also run `pipeline` with every effect on for this many requests")
+    a = ap.parse_args()
+    mmc = [f"machine.cores={C}", f"workload.rate_per_s={RATE}",
+           f"workload.service_us={SERVICE_S * 1e6}"]
+    w, res = warmcore_rate("mmc", a.customers, mmc)
+    b = bare_simpy(a.customers)
+    c = ciw_rate(a.ciw_customers)
+    print(f"M/M/{C} rho=0.8, {a.customers} customers (Ciw: {a.ciw_customers})")
+    print(f"  warmcore mmc     {w:12,.0f} customers/s   (mean wait {res['wait_us']['mean']:.1f} us)")
+    print(f"  ciw              {c:12,.0f} customers/s")
+    print(f"  bare simpy loop  {b:12,.0f} customers/s")
+    print(f"  ratio warmcore/ciw  {w / c:6.2f}   (target >= 4)")
+    print(f"  ratio warmcore/bare {w / b:6.2f}   (target >= 0.5)")
+    if a.full_requests:
+        f, _ = warmcore_rate("pipeline", a.full_requests)
+        print(f"  warmcore pipeline, all effects on  {f:12,.0f} requests/s")
+        print(f"  ratio full/mmc      {f / w:6.2f}   (target >= 0.3)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,668 @@
+"""Linux cpufreq governors, the PELT utilisation signal and a DVFS controller.
+
+Governors are pure policies: one instance per frequency domain (a cpufreq
+*policy* in Linux terms), sampled every ``period_s`` seconds (``None`` for the
+fixed governors), each answering ``next_freq(now, cur_ghz, loads, utils,
+iowait_boost)`` with a frequency from the domain's table (the preset's
+``pstates_ghz``, plus ``turbo_ghz`` when ``preset.turbo``).
+
+Sources (Linux, v4.7 onwards unless noted):
+  * ``drivers/cpufreq/cpufreq_ondemand.c`` (``od_update``): load > up_threshold
+    -> max; else ``f = min_f + load * (max_f - min_f) / 100`` (the formula since
+    v3.12; Linux 3.5 still scaled load by the current frequency);
+    ``MICRO_FREQUENCY_UP_THRESHOLD`` = 95 (idle micro-accounting),
+    ``DEF_FREQUENCY_UP_THRESHOLD`` = 80; ``sampling_down_factor`` keeps the
+    maximum for that many periods.
+  * ``drivers/cpufreq/cpufreq_conservative.c`` (``cs_dbs_update``): a
+    ``requested_freq`` moved by ``freq_step`` % of max per sample; up with
+    ``CPUFREQ_RELATION_H``, down with ``CPUFREQ_RELATION_L``; defaults
+    up 80, down 20, step 5.
+  * ``drivers/cpufreq/cpufreq_governor.c`` (``dbs_update``): load = integer
+    percentage busy over the period, maximum over the policy's CPUs.
+  * ``kernel/sched/cpufreq_schedutil.c``: ``get_next_freq`` = 1.25 * max_freq *
+    util / max (frequency-invariant util), resolved with RELATION_L;
+    ``rate_limit_us``; iowait boost starting at ``IOWAIT_BOOST_MIN`` =
+    SCHED_CAPACITY_SCALE / 8, doubling per iowait wake-up up to 1024,
+    halving per update without one.
+  * ``kernel/sched/pelt.c``: y^32 = 0.5, 1024 us periods.
+
+Simplifications: governors are sampled on a fixed period (Linux schedutil
+evaluates on scheduler utilisation updates, rate-limited to ``rate_limit_us``);
+per-domain (not per-CPU) iowait boost; no ``io_is_busy``, ``powersave_bias``,
+``ignore_nice_load``; schedutil does not hold the frequency of a CPU that has
+not idled (``sugov_cpu_is_busy``).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Callable
+from numbers import Real
+from typing import ClassVar
+
+__all__ = [
+    "GOVERNORS",
+    "IOWAIT_BOOST_MIN",
+    "PELT_PERIOD_S",
+    "PELT_Y",
+    "SCHED_CAPACITY_SCALE",
+    "Conservative",
+    "DvfsController",
+    "Governor",
+    "Ondemand",
+    "Pelt",
+    "Performance",
+    "Powersave",
+    "Schedutil",
+    "Userspace",
+    "available_ghz",
+    "frequency_domains",
+    "make_governor",
+]
+
+PELT_PERIOD_S = 1.024e-3                 # kernel/sched/pelt.c: 1024 us periods
+PELT_Y = 0.5 ** (1.0 / 32.0)             # y^32 = 0.5: half-life 32 periods
+SCHED_CAPACITY_SCALE = 1024
+IOWAIT_BOOST_MIN = SCHED_CAPACITY_SCALE // 8
+_LN_Y_PER_S = math.log(PELT_Y) / PELT_PERIOD_S
+_INF = math.inf
+
+
+# --------------------------------------------------------------------------
+# Frequency tables and domains
+# --------------------------------------------------------------------------
+
+def available_ghz(preset) -> tuple[float, ...]:
+    """Frequencies a domain may run at: P-states, plus turbo when enabled."""
+    table = tuple(float(f) for f in preset.pstates_ghz)
+    if preset.turbo and preset.turbo_ghz and preset.turbo_ghz > table[-1]:
+        table = table + (float(preset.turbo_ghz),)
+    return table
+
+
+def _khz(ghz: float) -> int:
+    return round(ghz * 1e6)
+
+
+def frequency_domains(preset) -> list[list[int]]:
+    """CPUs sharing a clock, by ``preset.freq_domain`` ("core" or "package").
+
+    CPU numbering: cpu = socket*cores_per_socket*threads_per_core
+    + core_in_socket*threads_per_core + thread (SMT siblings adjacent). SMT
+    siblings always share their core's clock.
+    """
+    tpc = preset.threads_per_core
+    cps = preset.cores_per_socket
+    if preset.freq_domain == "core":
+        return [[c * tpc + t for t in range(tpc)] for c in range(preset.sockets * cps)]
+    if preset.freq_domain == "package":
+        per = cps * tpc
+        return [[s * per + i for i in range(per)] for s in range(preset.sockets)]
+    raise ValueError(
+        f"freq_domain: {preset.freq_domain!r} is not a frequency domain kind "
+        "(expected 'core' or 'package')")
+
+
+# --------------------------------------------------------------------------
+# PELT
+# --------------------------------------------------------------------------
+
+class Pelt:
+    """Per-CPU PELT utilisation (0..1024), Linux kernel/sched/pelt.c.
+
+    Per 1.024 ms period: u <- u*y + 1024*(1-y)*r with y = 0.5**(1/32) and r the
+    running fraction. Over n periods of constant r the closed form is
+    u_n = u_0*y^n + 1024*r*(1-y^n); ``update`` applies it for any elapsed time
+    (n need not be an integer), so its cost is O(1) however long the gap.
+    """
+
+    __slots__ = ("running", "t", "util")
+
+    def __init__(self, util: float = 0.0, now: float = 0.0, running: float = 0.0):
+        self.util = float(util)
+        self.t = float(now)
+        self.running = float(running)
+
+    @staticmethod
+    def step(u: float, r: float) -> float:
+        """One period of the recurrence."""
+        return u * PELT_Y + SCHED_CAPACITY_SCALE * (1.0 - PELT_Y) * r
+
+    @staticmethod
+    def closed_form(u0: float, r: float, n: float) -> float:
+        """Value after ``n`` periods at running fraction ``r``, from ``u0``."""
+        yn = PELT_Y ** n
+        return u0 * yn + SCHED_CAPACITY_SCALE * r * (1.0 - yn)
+
+    def value(self, now: float) -> float:
+        """Utilisation at ``now`` without changing the state."""
+        dt = now - self.t
+        if dt <= 0.0:
+            return self.util
+        yn = math.exp(dt * _LN_Y_PER_S)
+        return self.util * yn + SCHED_CAPACITY_SCALE * self.running * (1.0 - yn)
+
+    def update(self, now: float, running: float | None = None) -> float:
+        """Advance to ``now`` with the current running state, then set a new one."""
+        dt = now - self.t
+        if dt > 0.0:
+            yn = math.exp(dt * _LN_Y_PER_S)
+            self.util = self.util * yn + SCHED_CAPACITY_SCALE * self.running * (1.0 - yn)
+            self.t = now
+        if running is not None:
+            self.running = float(running)
+        return self.util
+
+
+# --------------------------------------------------------------------------
+# Governors
+# --------------------------------------------------------------------------
+
+def _number(gov: str, key: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise ValueError(f"params.{key}: {value!r} is not a finite number ({gov} governor)")
+    return float(value)
+
+
+class Governor:
+    """Base of the policies. Subclasses set ``name`` and ``tunables`` (defaults)."""
+
+    name = "base"
+    tunables: ClassVar[dict[str, float]] = {}
+    fixed = True            # no sampling (period_s is None)
+
+    def __init__(self, preset, params: dict | None = None):
+        self._table = [_khz(f) for f in available_ghz(preset)]
+        self.table_ghz = tuple(k / 1e6 for k in self._table)
+        self.min_khz = self._table[0]
+        self.max_khz = self._table[-1]
+        self.params = self._check(params)
+
+    @property
+    def period_s(self) -> float | None:
+        return None
+
+    def _check(self, params: dict | None) -> dict:
+        p = dict(self.tunables)
+        for key, value in (params or {}).items():
+            if key not in self.tunables:
+                valid = ", ".join(sorted(self.tunables)) or "none"
+                raise ValueError(
+                    f"params.{key}: not a tunable of the {self.name} governor (valid: {valid})")
+            p[key] = _number(self.name, key, value)
+        return p
+
+    # Snapping, as cpufreq_frequency_table_target() does.
+    def _clamp(self, khz: float) -> float:
+        return min(max(khz, self.min_khz), self.max_khz)
+
+    def relation_l(self, khz: float) -> int:
+        """Lowest table frequency at or above ``khz`` (CPUFREQ_RELATION_L)."""
+        t = self._table
+        i = bisect_left(t, self._clamp(khz))
+        return t[min(i, len(t) - 1)]
+
+    def relation_h(self, khz: float) -> int:
+        """Highest table frequency at or below ``khz`` (CPUFREQ_RELATION_H)."""
+        t = self._table
+        i = bisect_right(t, self._clamp(khz)) - 1
+        return t[max(i, 0)]
+
+    def reset(self) -> None:
+        """Forget governor state (conservative's requested_freq, iowait boost...)."""
+
+    def next_freq(self, now: float, cur_ghz: float, loads: list[float],
+                  utils: list[float], iowait_boost: bool = False) -> float:
+        raise NotImplementedError
+
+
+class Performance(Governor):
+    """Always the highest frequency (turbo when enabled)."""
+
+    name = "performance"
+
+    def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False):
+        return self.table_ghz[-1]
+
+
+class Powersave(Governor):
+    """Always the lowest P-state (the cpufreq governor, not intel_pstate's)."""
+
+    name = "powersave"
+
+    def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False):
+        return self.table_ghz[0]
+
+
+class Userspace(Governor):
+    """A fixed frequency set by the user, resolved with RELATION_L."""
+
+    name = "userspace"
+
+    def __init__(self, preset, ghz: float | None, params: dict | None = None):
+        super().__init__(preset, params)
+        if ghz is None:
+            raise ValueError("userspace_ghz: required by the userspace governor")
+        ghz = _number(self.name, "userspace_ghz", ghz)
+        lo, hi = self.table_ghz[0], self.table_ghz[-1]
+        if not lo - 1e-9 <= ghz <= hi + 1e-9:
+            raise ValueError(
+                f"userspace_ghz: {ghz} is outside the preset's frequency range {lo}..{hi} GHz")
+        self.ghz = self.relation_l(_khz(ghz)) / 1e6
+
+    def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False):
+        return self.ghz
+
+
+def _load_pct(loads: list[float]) -> int:
+    """dbs_update(): integer percent busy, maximum over the policy's CPUs."""
+    if not loads:
+        return 0
+    x = max(loads)
+    return min(100, max(0, math.floor(100.0 * x + 1e-9)))
+
+
+class Ondemand(Governor):
+    """cpufreq_ondemand.c: jump to max above up_threshold, else proportional."""
+
+    name = "ondemand"
+    fixed = False
+    tunables: ClassVar[dict[str, float]] = {"sampling_rate_us": 10000.0, "up_threshold": 95.0, "sampling_down_factor": 1.0}
+
+    def __init__(self, preset, params: dict | None = None):
+        super().__init__(preset, params)
+        p = self.params
+        if p["sampling_rate_us"] <= 0:
+            raise ValueError(f"params.sampling_rate_us: {p['sampling_rate_us']} must be > 0")
+        if not 1 <= p["up_threshold"] <= 100:
+            raise ValueError(
+                f"params.up_threshold: {p['up_threshold']} must be within 1..100 (percent load)")
+        if not 1 <= p["sampling_down_factor"] <= 100000 or p["sampling_down_factor"] % 1:
+            raise ValueError(
+                f"params.sampling_down_factor: {p['sampling_down_factor']} must be an integer "
+                "within 1..100000")
+        self._rate_mult = 1
+
+    @property
+    def period_s(self) -> float:
+        return self.params["sampling_rate_us"] * 1e-6 * self._rate_mult
+
+    def reset(self) -> None:
+        self._rate_mult = 1
+
+    def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False):
+        load = _load_pct(loads)
+        if load > self.params["up_threshold"]:
+            if _khz(cur_ghz) < self.max_khz:
+                self._rate_mult = int(self.params["sampling_down_factor"])
+            return self.max_khz / 1e6
+        self._rate_mult = 1
+        f = self.min_khz + load * (self.max_khz - self.min_khz) // 100
+        return self.relation_l(f) / 1e6
+
+
+class Conservative(Governor):
+    """cpufreq_conservative.c: step requested_freq by freq_step % of max."""
+
+    name = "conservative"
+    fixed = False
+    tunables: ClassVar[dict[str, float]] = {"sampling_rate_us": 10000.0, "up_threshold": 80.0, "down_threshold": 20.0,
+                "freq_step": 5.0, "sampling_down_factor": 1.0}
+
+    def __init__(self, preset, params: dict | None = None):
+        super().__init__(preset, params)
+        p = self.params
+        if p["sampling_rate_us"] <= 0:
+            raise ValueError(f"params.sampling_rate_us: {p['sampling_rate_us']} must be > 0")
+        if not 1 <= p["up_threshold"] <= 100:
+            raise ValueError(
+                f"params.up_threshold: {p['up_threshold']} must be within 1..100 (percent load)")
+        if not 1 <= p["down_threshold"] < p["up_threshold"]:
+            raise ValueError(
+                f"params.down_threshold: {p['down_threshold']} must be >= 1 and below "
+                f"up_threshold ({p['up_threshold']})")
+        if not 0 <= p["freq_step"] <= 100:
+            raise ValueError(
+                f"params.freq_step: {p['freq_step']} must be within 0..100 (percent of max)")
+        if not 1 <= p["sampling_down_factor"] <= 10000 or p["sampling_down_factor"] % 1:
+            raise ValueError(
+                f"params.sampling_down_factor: {p['sampling_down_factor']} must be an integer "
+                "within 1..10000")
+        step = int(p["freq_step"] * self.max_khz // 100)
+        self._step = step if step else 5 * self.max_khz // 100   # DEF_FREQUENCY_STEP
+        self._requested: int | None = None
+        self._down_skip = 0
+
+    @property
+    def period_s(self) -> float:
+        return self.params["sampling_rate_us"] * 1e-6
+
+    @property
+    def requested_ghz(self) -> float | None:
+        return None if self._requested is None else self._requested / 1e6
+
+    def reset(self) -> None:
+        self._requested = None
+        self._down_skip = 0
+
+    def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False):
+        p = self.params
+        cur = _khz(cur_ghz)
+        if p["freq_step"] == 0:
+            return cur_ghz
+        req = self._requested
+        if req is None or req > self.max_khz or req < self.min_khz:
+            req = cur
+        load = _load_pct(loads)
+        if load > p["up_threshold"]:
+            self._down_skip = 0
+            if req == self.max_khz:
+                self._requested = req
+                return cur_ghz
+            req = min(req + self._step, self.max_khz)
+            self._requested = req
+            return self.relation_h(req) / 1e6
+        self._down_skip += 1
+        if self._down_skip < p["sampling_down_factor"]:
+            self._requested = req
+            return cur_ghz
+        self._down_skip = 0
+        if load < p["down_threshold"]:
+            if req == self.min_khz:
+                self._requested = req
+                return cur_ghz
+            req = req - self._step if req > self._step else self.min_khz
+            self._requested = req
+            return self.relation_l(req) / 1e6
+        self._requested = req
+        return cur_ghz
+
+
+class Schedutil(Governor):
+    """cpufreq_schedutil.c: f = 1.25 * f_max * util / 1024, iowait boost."""
+
+    name = "schedutil"
+    fixed = False
+    tunables: ClassVar[dict[str, float]] = {"rate_limit_us": 1000.0}
+
+    def __init__(self, preset, params: dict | None = None):
+        super().__init__(preset, params)
+        if self.params["rate_limit_us"] <= 0:
+            raise ValueError(
+                f"params.rate_limit_us: {self.params['rate_limit_us']} must be > 0 (the "
+                "simulated governor is sampled every rate_limit_us)")
+        self.boost = 0
+
+    @property
+    def period_s(self) -> float:
+        return self.params["rate_limit_us"] * 1e-6
+
+    def reset(self) -> None:
+        self.boost = 0
+
+    def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False):
+        util = max(utils) if utils else 0.0
+        if iowait_boost:        # sugov_iowait_boost()
+            self.boost = (min(self.boost << 1, SCHED_CAPACITY_SCALE) if self.boost
+                          else IOWAIT_BOOST_MIN)
+        elif self.boost:        # sugov_iowait_apply() without a pending boost
+            self.boost >>= 1
+            if self.boost < IOWAIT_BOOST_MIN:
+                self.boost = 0
+        util = min(max(util, self.boost), SCHED_CAPACITY_SCALE)
+        m = self.max_khz
+        f = (m + (m >> 2)) * util / SCHED_CAPACITY_SCALE     # map_util_freq()
+        return self.relation_l(f) / 1e6
+
+
+GOVERNORS: dict[str, type[Governor]] = {
+    g.name: g for g in (Performance, Powersave, Userspace, Ondemand, Conservative, Schedutil)
+}
+
+
+def make_governor(name: str, preset, params: dict | None = None,
+                  userspace_ghz: float | None = None) -> Governor:
+    """One governor instance (for one frequency domain)."""
+    cls = GOVERNORS.get(name)
+    if cls is None:
+        raise ValueError(
+            f"governor: unknown governor {name!r} (known: {', '.join(sorted(GOVERNORS))})")
+    if cls is Userspace:
+        return Userspace(preset, userspace_ghz, params)
+    if userspace_ghz is not None:
+        raise ValueError(f"userspace_ghz: only meaningful with the userspace governor, not {name}")
+    return cls(preset, params)
+
+
+# --------------------------------------------------------------------------
+# Controller
+# --------------------------------------------------------------------------
+
+class DvfsController:
+    """Frequencies of all CPUs over a run: governor sampling, transitions, reports.
+
+    preset         a models.presets.Preset
+    governor       name in GOVERNORS
+    domains        CPUs sharing a clock (see frequency_domains); must partition 0..n-1
+    userspace_ghz  the frequency of the userspace governor
+    params         governor tunables by their Linux names
+    initial_ghz    starting frequency of dynamic governors (default: the table's max,
+                   as after boot); fixed governors start at their own frequency
+    max_changes    length of the ``changes`` log kept for timelines
+
+    Hot path: ``ghz(cpu, now)`` is one comparison and one list lookup; a change
+    decided at a sample takes effect ``transition_latency_us`` later and is applied
+    lazily by the first call at or after that time (no SimPy event). Call
+    ``cpu_busy``/``cpu_idle`` before notifying other listeners (energy) of the same
+    event so that a due change is applied first. Fixed governors start no process
+    and their ``ghz`` is a plain list lookup (``cpu_ghz[cpu]``).
+    """
+
+    def __init__(self, preset, governor: str, domains: list[list[int]],
+                 userspace_ghz: float | None = None, params: dict | None = None,
+                 initial_ghz: float | None = None, max_changes: int = 10000):
+        self.preset = preset
+        self.governor = governor
+        self.domains = [list(d) for d in domains]
+        cpus = sorted(c for d in self.domains for c in d)
+        if not cpus or cpus != list(range(len(cpus))) or any(not d for d in self.domains):
+            raise ValueError("domains: must be non-empty lists partitioning CPUs 0..n-1")
+        self.n_cpus = len(cpus)
+        self.governors = [make_governor(governor, preset, params, userspace_ghz)
+                          for _ in self.domains]
+        self.fixed = self.governors[0].fixed
+        self.latency_s = preset.transition_latency_us * 1e-6
+        self.table_ghz = self.governors[0].table_ghz
+        self.cpu_domain = [0] * self.n_cpus
+        for d, dom in enumerate(self.domains):
+            for c in dom:
+                self.cpu_domain[c] = d
+        if self.fixed:
+            f0 = [g.next_freq(0.0, 0.0, [], []) for g in self.governors]
+        else:
+            if initial_ghz is None:
+                g0 = self.table_ghz[-1]
+            else:
+                g0 = self.governors[0].relation_l(_khz(_number(governor, "initial_ghz",
+                                                               initial_ghz))) / 1e6
+            f0 = [g0] * len(self.domains)
+        self.cpu_ghz = [f0[self.cpu_domain[c]] for c in range(self.n_cpus)]
+        self.changes: deque = deque(maxlen=max_changes)
+        self.freq_changes = 0                   # changes applied so far (all domains)
+        self._listeners: list[Callable[[int, float, float], None]] = []
+        n, nd = self.n_cpus, len(self.domains)
+        self._due = [_INF] * n                  # per CPU: time a pending change is due
+        self._pending: list[tuple[float, float] | None] = [None] * nd
+        self._busy_since = [-1.0] * n           # -1: idle
+        self._busy_total = [0.0] * n
+        self._busy_mark = [0.0] * n             # busy total at the last sample
+        self._cyc = [0.0] * n                   # GHz*s while busy (for busy-weighted GHz)
+        self._cyc_t = [0.0] * n
+        self._iowait = [False] * nd
+        self.pelt = [Pelt() for _ in range(n)]
+        self._start(0.0)
+        if self.fixed:
+            cpu_ghz = self.cpu_ghz
+            self.ghz = lambda cpu, now: cpu_ghz[cpu]          # hot path: a plain lookup
+
+    # -- setup -------------------------------------------------------------
+    def _start(self, now: float) -> None:
+        self.t_start = now
+        nd = len(self.domains)
+        self._dom_since = [now] * nd
+        self._dom_int = [0.0] * nd
+        self._last_sample = [now] * nd
+        self.changes.clear()
+        for d, dom in enumerate(self.domains):
+            self.changes.append((now, d, self.cpu_ghz[dom[0]]))
+        for p in self.pelt:
+            p.t = now
+
+    def add_listener(self, fn: Callable[[int, float, float], None]) -> None:
+        """Call ``fn(cpu, t, ghz)`` for every CPU whose frequency changes (at time t)."""
+        self._listeners.append(fn)
+
+    def bind(self, env) -> None:
+        """Start one sampling process per domain (none for fixed governors)."""
+        self.env = env
+        self._start(env.now)
+        if self.fixed:
+            return
+        for d in range(len(self.domains)):
+            env.process(self._sampler(env, d))
+
+    def _sampler(self, env, d: int):
+        gov = self.governors[d]
+        while True:
+            yield env.timeout(gov.period_s)
+            self.sample(d, env.now)
+
+    # -- hot path ------------------------------------------------------------
+    def ghz(self, cpu: int, now: float) -> float:
+        """Clock of ``cpu`` at ``now`` (O(1))."""
+        if now >= self._due[cpu]:
+            self._apply(self.cpu_domain[cpu])
+        return self.cpu_ghz[cpu]
+
+    def _apply(self, d: int) -> None:
+        t, f = self._pending[d]
+        self._pending[d] = None
+        dom = self.domains[d]
+        old = self.cpu_ghz[dom[0]]
+        self._dom_int[d] += old * (t - self._dom_since[d])
+        self._dom_since[d] = t
+        for c in dom:
+            self._due[c] = _INF
+            if self._busy_since[c] >= 0.0:
+                self._cyc[c] += old * (t - self._cyc_t[c])
+                self._cyc_t[c] = t
+            self.cpu_ghz[c] = f
+        self.changes.append((t, d, f))
+        self.freq_changes += 1
+        for fn in self._listeners:
+            for c in dom:
+                fn(c, t, f)
+
+    def _sync(self, cpu: int, now: float) -> None:
+        if now >= self._due[cpu]:
+            self._apply(self.cpu_domain[cpu])
+
+    # -- notifications -------------------------------------------------------
+    def cpu_busy(self, cpu: int, now: float) -> None:
+        if self._busy_since[cpu] >= 0.0:
+            return
+        self._sync(cpu, now)
+        self._busy_since[cpu] = now
+        self._cyc_t[cpu] = now
+        self.pelt[cpu].update(now, 1.0)
+
+    def cpu_idle(self, cpu: int, now: float) -> None:
+        since = self._busy_since[cpu]
+        if since < 0.0:
+            return
+        self._sync(cpu, now)
+        self._busy_total[cpu] += now - since
+        self._cyc[cpu] += self.cpu_ghz[cpu] * (now - self._cyc_t[cpu])
+        self._busy_since[cpu] = -1.0
+        self.pelt[cpu].update(now, 0.0)
+
+    def iowait_wakeup(self, cpu: int, now: float) -> None:
+        """A task woke on ``cpu`` after I/O (schedutil's iowait boost at the next sample)."""
+        self._iowait[self.cpu_domain[cpu]] = True
+
+    # -- sampling ------------------------------------------------------------
+    def busy_time(self, cpu: int, now: float) -> float:
+        since = self._busy_since[cpu]
+        return self._busy_total[cpu] + (now - since if since >= 0.0 else 0.0)
+
+    def loads(self, d: int, now: float, mark: bool = False) -> list[float]:
+        """Busy fraction of each CPU of domain ``d`` since its last sample."""
+        span = now - self._last_sample[d]
+        out = []
+        for c in self.domains[d]:
+            b = self.busy_time(c, now)
+            out.append(min(1.0, max(0.0, (b - self._busy_mark[c]) / span)) if span > 0 else 0.0)
+            if mark:
+                self._busy_mark[c] = b
+        return out
+
+    def sample(self, d: int, now: float) -> float:
+        """Run domain ``d``'s governor at ``now``; returns its target GHz."""
+        dom = self.domains[d]
+        self._sync(dom[0], now)
+        loads = self.loads(d, now, mark=True)
+        self._last_sample[d] = now
+        utils = [self.pelt[c].value(now) for c in dom]
+        boost = self._iowait[d]
+        self._iowait[d] = False
+        cur = self.cpu_ghz[dom[0]]
+        target = self.governors[d].next_freq(now, cur, loads, utils, boost)
+        pend = self._pending[d]
+        if target == cur:
+            if pend is not None:
+                self._pending[d] = None
+                for c in dom:
+                    self._due[c] = _INF
+        elif pend is None or pend[1] != target:
+            self._pending[d] = (now + self.latency_s, target)
+            for c in dom:
+                self._due[c] = now + self.latency_s
+            if self.latency_s <= 0.0:
+                self._apply(d)
+        return target
+
+    # -- reports -------------------------------------------------------------
+    def mean_ghz(self, cpu: int, now: float) -> float:
+        """Wall-time-weighted mean clock of ``cpu`` since the start."""
+        self._sync(cpu, now)
+        d = self.cpu_domain[cpu]
+        span = now - self.t_start
+        f = self.cpu_ghz[cpu]
+        if span <= 0.0:
+            return f
+        return (self._dom_int[d] + f * (now - self._dom_since[d])) / span
+
+    def busy_mean_ghz(self, cpu: int, now: float) -> float:
+        """Mean clock while ``cpu`` was busy (perf's cycles / task-clock)."""
+        self._sync(cpu, now)
+        cyc = self._cyc[cpu]
+        if self._busy_since[cpu] >= 0.0:
+            cyc += self.cpu_ghz[cpu] * (now - self._cyc_t[cpu])
+        busy = self.busy_time(cpu, now)
+        return cyc / busy if busy > 0.0 else self.cpu_ghz[cpu]
+
+    def util(self, cpu: int, now: float) -> float:
+        """PELT utilisation of ``cpu`` (0..1024)."""
+        return self.pelt[cpu].value(now)
+
+    def finish(self, now: float) -> dict:
+        """Per-CPU mean clocks, the number of changes and the (bounded) change log."""
+        cpu_ghz = [self.mean_ghz(c, now) for c in range(self.n_cpus)]    # applies due changes
+        return {
+            "cpu_ghz": cpu_ghz,
+            "cpu_busy_ghz": [self.busy_mean_ghz(c, now) for c in range(self.n_cpus)],
+            "freq_changes": self.freq_changes,
+            "freq_timeline": list(self.changes),
+        }

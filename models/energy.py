@@ -1,0 +1,160 @@
+"""Energy: static power always on, dynamic CMOS power of busy cores.
+
+Model (per socket, all in watts):
+  static  = package_static_w * sockets + static_w_per_core * cores, always on
+            (uncore, LLC and leakage; C-state power gating is not modelled,
+            so idle energy is an upper bound)
+  dynamic = for each physical core that has at least one busy hardware thread,
+            dyn_w_per_core_max * (V(f) / v_max)^2 * (f / f_top)
+
+The dynamic term is the switching power of CMOS logic, P = a * C * V^2 * f
+(activity a, switched capacitance C; e.g. Weste & Harris, "CMOS VLSI Design",
+ch. 5, and Rabaey, "Digital Integrated Circuits", ch. 5), normalised so that a
+busy core at the top clock draws ``dyn_w_per_core_max``. The voltage of a
+DVFS operating point rises with its frequency; we take V linear from ``v_min``
+at the lowest P-state to ``v_max`` at the top clock f_top (``turbo_ghz`` when
+the preset has one, else the highest P-state, whether or not turbo is enabled,
+so that the power at a given clock does not depend on the turbo switch).
+Hence dynamic power grows roughly as f^3 at the top of the range and as f at
+the bottom. SMT siblings share their core's clock and pipeline: a core counts
+once however many of its threads are busy.
+
+Notifications come from the machine model: ``busy(cpu, now, ghz)``,
+``idle(cpu, now)``, ``freq_change(cpu, now, ghz)`` (a DvfsController listener
+has this signature). Times that run backwards for a core are clamped to its
+last event, so energy never decreases and never falls below static power times
+the elapsed time.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EnergyMeter", "dynamic_power_w", "static_power_w", "voltage"]
+
+
+def _f_top(preset) -> float:
+    return float(preset.turbo_ghz) if preset.turbo_ghz else float(preset.pstates_ghz[-1])
+
+
+def voltage(preset, ghz: float) -> float:
+    """Core voltage at ``ghz``: linear from v_min at the lowest P-state to v_max at f_top."""
+    f_lo, f_hi = float(preset.pstates_ghz[0]), _f_top(preset)
+    if f_hi <= f_lo:
+        return float(preset.v_max)
+    x = min(1.0, max(0.0, (ghz - f_lo) / (f_hi - f_lo)))
+    return preset.v_min + (preset.v_max - preset.v_min) * x
+
+
+def dynamic_power_w(preset, ghz: float) -> float:
+    """Dynamic power of one busy core at ``ghz`` (W): P_max * (V/V_max)^2 * f/f_top."""
+    if ghz <= 0.0:
+        return 0.0
+    v = voltage(preset, ghz) / preset.v_max
+    return preset.dyn_w_per_core_max * v * v * (ghz / _f_top(preset))
+
+
+def static_power_w(preset, n_cpus: int | None = None) -> float:
+    """Always-on power of the cores and packages covering ``n_cpus`` hardware threads."""
+    n_cores, n_sockets = _counts(preset, preset.n_cpus if n_cpus is None else n_cpus)
+    return n_cores * preset.static_w_per_core + n_sockets * preset.package_static_w
+
+
+def _counts(preset, n_cpus: int) -> tuple[int, int]:
+    if n_cpus < 1:
+        raise ValueError(f"n_cpus: {n_cpus} must be >= 1")
+    tpc = preset.threads_per_core
+    n_cores = -(-n_cpus // tpc)
+    n_sockets = -(-n_cores // preset.cores_per_socket)
+    return n_cores, n_sockets
+
+
+class EnergyMeter:
+    """Joules of a run. CPU numbering as in models.dvfs.frequency_domains
+    (siblings adjacent: core = cpu // threads_per_core).
+
+    preset  a models.presets.Preset
+    n_cpus  hardware threads simulated (usually preset.n_cpus)
+    start   time at which the meter starts counting (s)
+    """
+
+    def __init__(self, preset, n_cpus: int | None = None, start: float = 0.0):
+        self.preset = preset
+        self.n_cpus = preset.n_cpus if n_cpus is None else int(n_cpus)
+        self.n_cores, self.n_sockets = _counts(preset, self.n_cpus)
+        self.tpc = preset.threads_per_core
+        self.static_w = static_power_w(preset, self.n_cpus)
+        self.t0 = float(start)
+        self._busy = [False] * self.n_cpus
+        self._nbusy = [0] * self.n_cores          # busy threads per core
+        self._ghz = [0.0] * self.n_cores          # core clock (last reported)
+        self._p = [0.0] * self.n_cores            # dynamic W now
+        self._t = [self.t0] * self.n_cores        # last accounting time per core
+        self._dyn_j = 0.0
+        self._pcache: dict[float, float] = {}
+
+    def _power(self, ghz: float) -> float:
+        p = self._pcache.get(ghz)
+        if p is None:
+            p = self._pcache[ghz] = dynamic_power_w(self.preset, ghz)
+        return p
+
+    def _close(self, core: int, now: float) -> None:
+        t = self._t[core]
+        if now > t:
+            self._dyn_j += self._p[core] * (now - t)
+            self._t[core] = now
+
+    def busy(self, cpu: int, now: float, ghz: float) -> None:
+        """``cpu`` starts running at ``ghz``."""
+        core = cpu // self.tpc
+        self._close(core, now)
+        if not self._busy[cpu]:
+            self._busy[cpu] = True
+            self._nbusy[core] += 1
+        self._ghz[core] = ghz
+        self._p[core] = self._power(ghz)
+
+    def idle(self, cpu: int, now: float) -> None:
+        """``cpu`` stops running."""
+        if not self._busy[cpu]:
+            return
+        core = cpu // self.tpc
+        self._close(core, now)
+        self._busy[cpu] = False
+        self._nbusy[core] -= 1
+        if self._nbusy[core] == 0:
+            self._p[core] = 0.0
+
+    def freq_change(self, cpu: int, now: float, ghz: float) -> None:
+        """The clock of ``cpu``'s core becomes ``ghz`` at ``now``."""
+        core = cpu // self.tpc
+        self._close(core, now)
+        self._ghz[core] = ghz
+        if self._nbusy[core]:
+            self._p[core] = self._power(ghz)
+
+    def dynamic_joules(self, now: float) -> float:
+        e = self._dyn_j
+        for core in range(self.n_cores):
+            p = self._p[core]
+            if p:
+                dt = now - self._t[core]
+                if dt > 0.0:
+                    e += p * dt
+        return e
+
+    def static_joules(self, now: float) -> float:
+        return self.static_w * max(0.0, now - self.t0)
+
+    def joules(self, now: float) -> float:
+        """Energy since ``start`` (J); O(cores)."""
+        return self.static_joules(now) + self.dynamic_joules(now)
+
+    def watts(self) -> float:
+        """Power drawn right now (W)."""
+        return self.static_w + sum(self._p)
+
+    def finish(self, now: float) -> dict:
+        s, d = self.static_joules(now), self.dynamic_joules(now)
+        span = now - self.t0
+        return {"joules": s + d, "static_joules": s, "dynamic_joules": d,
+                "mean_watts": (s + d) / span if span > 0 else self.static_w}

@@ -1,0 +1,449 @@
+"""CPU presets: topology, caches, clocks, costs and power of real machines.
+
+Every figure names its source in ``sources`` (or in a comment beside it). The
+``ideal`` preset is the machine of queueing theory: no caches, no overheads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    sources: tuple[str, ...] = ()
+    # Topology
+    sockets: int = 1
+    cores_per_socket: int = 4
+    threads_per_core: int = 1
+    llc_domains_per_socket: int = 1        # CCX count on AMD Zen; 1 on Intel
+    # Clocks (GHz). P-states ascending; turbo is used only when ``turbo`` is on.
+    pstates_ghz: tuple[float, ...] = (1.0,)
+    turbo_ghz: float | None = None
+    turbo: bool = False
+    freq_domain: str = "core"              # "core" or "package"
+    default_governor: str = "performance"
+    transition_latency_us: float = 20.0    # MODEL.md: ~20 us
+    # Pipeline: instructions per cycle of the reference workload with warm caches
+    base_ipc: float = 1.0
+    # Caches (sizes per instance: L1/L2 per core, LLC per domain), ways, latencies
+    line_bytes: int = 64
+    l1d_kib: float = 32
+    l1d_ways: int = 8
+    l1i_kib: float = 32
+    l2_kib: float = 256
+    l2_ways: int = 8
+    llc_mib: float = 8
+    llc_ways: int = 16
+    l1_lat_cyc: float = 4
+    l2_lat_cyc: float = 12
+    llc_lat_cyc: float = 42
+    dram_ns: float = 80.0                  # idle DRAM latency
+    mlp: float = 1.75                      # memory-level parallelism of misses
+    # Core-to-core line transfer latencies (ns)
+    c2c_smt_ns: float = 7.0
+    c2c_llc_ns: float = 40.0
+    c2c_cross_llc_ns: float = 100.0
+    c2c_socket_ns: float = 130.0
+    # SMT: total core throughput for k busy hardware threads, k = 1..threads_per_core
+    smt_throughput: tuple[float, ...] = (1.0,)
+    # Memory
+    mem_bw_gbs: float = 20.0               # per socket
+    mem_channels: int = 2
+    # OS costs (us)
+    ctx_switch_us: float = 3.8             # Li, Ding, Shen, ExpCS 2007
+    futex_wake_us: float = 1.5             # MODEL.md: 1-2 us
+    wake_latency_idle_us: float = 30.0     # C-state exit + IPI to an idle CPU
+    wake_latency_busy_us: float = 5.0      # IPI to a CPU that is awake
+    # Power
+    static_w_per_core: float = 1.0
+    package_static_w: float = 5.0
+    dyn_w_per_core_max: float = 10.0       # dynamic power of one busy core at max clock
+    v_min: float = 0.8
+    v_max: float = 1.2
+    tdp_w: float | None = None             # per socket, at base clock (None: not applicable)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_cpus(self) -> int:
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+    @property
+    def max_ghz(self) -> float:
+        return self.turbo_ghz if (self.turbo and self.turbo_ghz) else self.pstates_ghz[-1]
+
+    @property
+    def min_ghz(self) -> float:
+        return self.pstates_ghz[0]
+
+
+IDEAL = Preset(
+    name="ideal",
+    description="Queueing-theory machine: fixed CPI, no caches, switch or contention costs",
+    sources=("by definition",),
+    threads_per_core=1,
+    pstates_ghz=(1.0,),
+    ctx_switch_us=0.0,
+    futex_wake_us=0.0,
+    wake_latency_idle_us=0.0,
+    wake_latency_busy_us=0.0,
+)
+
+
+def _steps(lo: float, hi: float, step: float) -> tuple[float, ...]:
+    """P-states lo..hi (GHz) in ``step`` increments, rounded to the MHz."""
+    n = round((hi - lo) / step)
+    return tuple(round(lo + i * step, 3) for i in range(n + 1))
+
+
+# Conventions for the presets below.
+# * Latencies: L1/L2/LLC in core cycles at the nominal clock; dram_ns is the
+#   idle load-to-use latency of a DRAM access, in ns.
+# * mem_bw_gbs is the theoretical peak per socket (channels x transfer rate x
+#   8 bytes); STREAM typically sustains 65-85 % of it.
+# * c2c_*_ns are one-way cache-line transfers (core-to-core-latency CAS
+#   ping-pong medians). On single-LLC / single-socket parts the unused levels
+#   repeat the one below (or keep the default) so that they stay ordered.
+# * Chips with only two cache levels (Pentium M, Core 2, UltraSPARC T1) map
+#   their real L2 to the LLC, and give the model's private L2 the L1's
+#   geometry and latency: it then holds the same lines as the L1, misses with
+#   it and costs nothing (extra["private_l2"] = False).
+# * Power: package_static_w + cores * (static_w_per_core + dynamic at the base
+#   clock) stays within the TDP with all cores busy (tests check 60-100 %).
+# * base_ipc is the warm-cache IPC of the reference server workload (Java
+#   request handling), relative figures from per-clock comparisons in the
+#   Anandtech reviews, anchored on the Jetty-8 measurement (0.92 IPC on Ivy
+#   Bridge with its misses): a calibration starting point, not a measurement.
+# * smt_throughput is the total core throughput for k busy threads.
+# * ctx_switch_us: Li, Ding, Shen (ExpCS 2007) measured 3.8 us on a 2 GHz
+#   Core-era Xeon; later cores are scaled down by single-thread speed, with
+#   KPTI (2018 kernels) costing back part of it on Meltdown-affected Intel parts.
+
+I7_3770 = Preset(
+    name="i7-3770",
+    description="Intel Core i7-3770 (Ivy Bridge, 22 nm, 2012): 4 cores / 8 threads, 8 MiB L3, "
+                "1.6-3.4 GHz (turbo 3.9), dual-channel DDR3-1600; the class of the Jetty 8 "
+                "measurement machine",
+    sources=(
+        ("Intel ARK, Core i7-3770: 4C/8T, 3.4 GHz base, 3.9 GHz max turbo, 8 MB cache, 77 W TDP, "
+         "2 x DDR3-1600, 25.6 GB/s"),
+        "7-cpu.com/cpu/IvyBridge.html (i7-3770): L1 4-5 cycles, L2 12, L3 26-34, RAM L3 + 53 ns",
+        ("Linux acpi-cpufreq on Ivy Bridge: P-states 1.6-3.4 GHz in 100 MHz steps, "
+         "cpuinfo_transition_latency 10 us; Sandy/Ivy Bridge client cores share one clock"),
+        ("Agner Fog, The microarchitecture of Intel, AMD and VIA CPUs (Sandy/Ivy Bridge: "
+         "hyper-threading shares the 4-wide core)"),
+        ("nviennot/core-to-core-latency README: 4-core Intel ring parts 20-21 ns "
+         "(i5-4590, i7-6700K)"),
+        "data/measurements/README.md (jetty-8): ondemand governor, Linux 3.5",
+    ),
+    sockets=1, cores_per_socket=4, threads_per_core=2,
+    pstates_ghz=_steps(1.6, 3.4, 0.1), turbo_ghz=3.9, turbo=False,
+    freq_domain="package", default_governor="ondemand", transition_latency_us=10.0,
+    base_ipc=1.3,
+    l1d_kib=32, l1d_ways=8, l1i_kib=32, l2_kib=256, l2_ways=8, llc_mib=8, llc_ways=16,
+    l1_lat_cyc=4, l2_lat_cyc=12, llc_lat_cyc=30, dram_ns=62.0,
+    c2c_smt_ns=5.0, c2c_llc_ns=22.0, c2c_cross_llc_ns=22.0,
+    smt_throughput=(1.0, 1.25),
+    mem_bw_gbs=25.6, mem_channels=2,
+    ctx_switch_us=2.0, futex_wake_us=1.2, wake_latency_idle_us=40.0, wake_latency_busy_us=4.0,
+    static_w_per_core=2.0, package_static_w=8.0, dyn_w_per_core_max=18.0,
+    v_min=0.85, v_max=1.2, tdp_w=77.0,
+)
+
+I7_920 = Preset(
+    name="i7-920",
+    description="Intel Core i7-920 (Nehalem Bloomfield, 45 nm, 2008): 4 cores / 8 threads, "
+                "8 MiB L3, 1.6-2.67 GHz (turbo 2.93), triple-channel DDR3-1066",
+    sources=(
+        ("Intel ARK, Core i7-920: 4C/8T, 2.66 GHz base, 2.93 GHz max turbo, 8 MB cache, 130 W TDP, "
+         "3 x DDR3-1066, 25.6 GB/s"),
+        "7-cpu.com/cpu/Nehalem.html: L1 4 cycles, L2 10, L3 ~38-40",
+        "Anandtech, Nehalem (Core i7) review, 2008: idle memory latency ~60-70 ns",
+        "Linux acpi-cpufreq: multipliers 12-20 x 133 MHz; Nehalem cores share one clock/voltage",
+        "Agner Fog, microarchitecture guide (Nehalem hyper-threading)",
+    ),
+    sockets=1, cores_per_socket=4, threads_per_core=2,
+    pstates_ghz=(1.6, 1.733, 1.867, 2.0, 2.133, 2.267, 2.4, 2.533, 2.667),
+    turbo_ghz=2.933, turbo=False,
+    freq_domain="package", default_governor="ondemand", transition_latency_us=10.0,
+    base_ipc=1.15,
+    l1d_kib=32, l1d_ways=8, l1i_kib=32, l2_kib=256, l2_ways=8, llc_mib=8, llc_ways=16,
+    l1_lat_cyc=4, l2_lat_cyc=10, llc_lat_cyc=39, dram_ns=67.0,
+    c2c_smt_ns=6.0, c2c_llc_ns=35.0, c2c_cross_llc_ns=35.0,
+    smt_throughput=(1.0, 1.2),
+    mem_bw_gbs=25.6, mem_channels=3,
+    ctx_switch_us=2.5, futex_wake_us=1.5, wake_latency_idle_us=50.0, wake_latency_busy_us=5.0,
+    static_w_per_core=4.0, package_static_w=20.0, dyn_w_per_core_max=22.0,
+    v_min=1.0, v_max=1.25, tdp_w=130.0,
+)
+
+I5_2400 = Preset(
+    name="i5-2400",
+    description="Intel Core i5-2400 (Sandy Bridge, 32 nm, 2011): 4 cores / 4 threads, 6 MiB L3, "
+                "1.6-3.1 GHz (turbo 3.4), dual-channel DDR3-1333",
+    sources=(
+        ("Intel ARK, Core i5-2400: 4C/4T, 3.1 GHz base, 3.4 GHz max turbo, 6 MB cache, 95 W TDP, "
+         "2 x DDR3-1333, 21 GB/s"),
+        "7-cpu.com/cpu/SandyBridge.html: L1 4-5 cycles, L2 12, L3 26-31, RAM L3 + ~56 ns",
+        "Linux acpi-cpufreq: 100 MHz steps 1.6-3.1 GHz; Sandy Bridge client cores share one clock",
+        "nviennot/core-to-core-latency README (4-core Intel ring parts ~20 ns)",
+    ),
+    sockets=1, cores_per_socket=4, threads_per_core=1,
+    pstates_ghz=_steps(1.6, 3.1, 0.1), turbo_ghz=3.4, turbo=False,
+    freq_domain="package", default_governor="ondemand", transition_latency_us=10.0,
+    base_ipc=1.3,
+    l1d_kib=32, l1d_ways=8, l1i_kib=32, l2_kib=256, l2_ways=8, llc_mib=6, llc_ways=12,
+    l1_lat_cyc=4, l2_lat_cyc=12, llc_lat_cyc=28, dram_ns=65.0,
+    c2c_smt_ns=5.0, c2c_llc_ns=22.0, c2c_cross_llc_ns=22.0,
+    smt_throughput=(1.0,),
+    mem_bw_gbs=21.3, mem_channels=2,
+    ctx_switch_us=2.0, futex_wake_us=1.2, wake_latency_idle_us=40.0, wake_latency_busy_us=4.0,
+    static_w_per_core=3.0, package_static_w=10.0, dyn_w_per_core_max=16.0,
+    v_min=0.85, v_max=1.2, tdp_w=95.0,
+)
+
+I9_7960X = Preset(
+    name="i9-7960x",
+    description="Intel Core i9-7960X (Skylake-X HCC, 14 nm, 2017): 16 cores / 32 threads on a "
+                "mesh, 1 MiB L2 per core, 22 MiB non-inclusive L3, 1.2-2.8 GHz (turbo 4.4), "
+                "quad-channel DDR4-2666",
+    sources=(
+        ("Intel ARK, Core i9-7960X: 16C/32T, 2.8 GHz base, 4.2 GHz Turbo 2.0, 4.4 GHz Turbo Max 3.0, "
+         "22 MB cache, 165 W TDP, 4 x DDR4-2666 (85 GB/s)"),
+        "7-cpu.com/cpu/Skylake_X.html: L1 4-5 cycles, L2 14, L3 ~70 (mesh), RAM ~80 ns",
+        "Anandtech, Skylake-X review (2017): 1 MB 16-way L2, 1.375 MB/core 11-way non-inclusive L3",
+        "nviennot/core-to-core-latency README: Xeon Gold 6242 (Cascade Lake mesh) 48 ns",
+        ("Linux intel_pstate with HWP: per-core P-states; its 'powersave' policy is approximated "
+         "here by schedutil"),
+    ),
+    sockets=1, cores_per_socket=16, threads_per_core=2,
+    pstates_ghz=_steps(1.2, 2.8, 0.1), turbo_ghz=4.4, turbo=False,
+    freq_domain="core", default_governor="schedutil", transition_latency_us=20.0,
+    base_ipc=1.45,
+    l1d_kib=32, l1d_ways=8, l1i_kib=32, l2_kib=1024, l2_ways=16, llc_mib=22, llc_ways=11,
+    l1_lat_cyc=4, l2_lat_cyc=14, llc_lat_cyc=70, dram_ns=80.0,
+    c2c_smt_ns=6.0, c2c_llc_ns=48.0, c2c_cross_llc_ns=48.0,
+    smt_throughput=(1.0, 1.25),
+    mem_bw_gbs=85.3, mem_channels=4,
+    ctx_switch_us=1.8, futex_wake_us=1.3, wake_latency_idle_us=40.0, wake_latency_busy_us=4.0,
+    static_w_per_core=1.5, package_static_w=25.0, dyn_w_per_core_max=16.0,
+    v_min=0.75, v_max=1.2, tdp_w=165.0,
+)
+
+T1000 = Preset(
+    name="t1000",
+    description="Sun Fire T1000, UltraSPARC T1 (Niagara, 90 nm, 2005), the 8-core 1.0 GHz model: "
+                "8 single-issue in-order cores x 4 threads = 32 threads, one 3 MiB L2 shared by "
+                "all cores over a crossbar, 4 DDR2 channels; no DVFS",
+    sources=(
+        ("Sun Fire T1000 Server datasheet (2005): UltraSPARC T1, 6 or 8 cores at 1.0 GHz, "
+         "4 threads per core; this preset is the 8-core model"),
+        ("OpenSPARC T1 Microarchitecture Specification (Sun, 2006): 16 KB 4-way L1I, 8 KB 4-way "
+         "write-through L1D, 3 MB 12-way banked L2, 4 DDR2 controllers (25.6 GB/s)"),
+        ("Kongetira, Aingaran, Olukotun, 'Niagara: a 32-way multithreaded Sparc processor', "
+         "IEEE Micro 25(2), 2005: 6-stage single-issue pipeline, thread switch every cycle, "
+         "L2 hit ~22 cycles, near-linear throughput up to 4 threads per core"),
+        "Sun, UltraSPARC T1 processor overview: 72 W typical at 1.2 GHz, 1.3 V",
+    ),
+    sockets=1, cores_per_socket=8, threads_per_core=4,
+    pstates_ghz=(1.0,), turbo_ghz=None, turbo=False,
+    freq_domain="package", default_governor="performance", transition_latency_us=0.0,
+    base_ipc=0.3,
+    # No private L2: the model's L2 mirrors the L1 (see conventions); the LLC is the real L2.
+    l1d_kib=8, l1d_ways=4, l1i_kib=16, l2_kib=8, l2_ways=4, llc_mib=3, llc_ways=12,
+    l1_lat_cyc=3, l2_lat_cyc=3, llc_lat_cyc=22, dram_ns=106.0,
+    c2c_smt_ns=3.0, c2c_llc_ns=25.0, c2c_cross_llc_ns=25.0,
+    smt_throughput=(1.0, 1.9, 2.7, 3.3),
+    mem_bw_gbs=25.6, mem_channels=4,
+    ctx_switch_us=6.0, futex_wake_us=3.0, wake_latency_idle_us=10.0, wake_latency_busy_us=5.0,
+    static_w_per_core=2.5, package_static_w=20.0, dyn_w_per_core_max=3.0,
+    v_min=1.3, v_max=1.3, tdp_w=72.0,
+    extra={"private_l2": False},
+)
+
+LAPTOP_2007 = Preset(
+    name="laptop-2007",
+    description="Single-core laptop of 2005-2007: Intel Pentium M 760 (Dothan, 90 nm), "
+                "0.8-2.0 GHz Enhanced SpeedStep, 2 MiB L2, 533 MT/s front-side bus",
+    sources=(
+        "Intel ARK, Pentium M 760: 1 core, 2.0 GHz, 2 MB L2, 533 MHz FSB, 27 W TDP",
+        ("Intel Pentium M Processor on 90 nm Process datasheet (302189): Enhanced SpeedStep "
+         "operating points 0.8 GHz at 0.988 V to 2.0 GHz at 1.340 V"),
+        "Agner Fog, microarchitecture guide (Pentium M): L1 3 cycles, L2 ~10 cycles",
+        "Li, Ding, Shen, 'Quantifying the cost of context switch', ExpCS 2007",
+    ),
+    sockets=1, cores_per_socket=1, threads_per_core=1,
+    pstates_ghz=(0.8, 1.067, 1.333, 1.6, 2.0), turbo_ghz=None, turbo=False,
+    freq_domain="package", default_governor="ondemand", transition_latency_us=10.0,
+    base_ipc=0.9,
+    l1d_kib=32, l1d_ways=8, l1i_kib=32, l2_kib=32, l2_ways=8, llc_mib=2, llc_ways=8,
+    l1_lat_cyc=3, l2_lat_cyc=3, llc_lat_cyc=10, dram_ns=110.0,
+    smt_throughput=(1.0,),
+    mem_bw_gbs=4.26, mem_channels=1,       # FSB 533 MT/s x 8 B is the bottleneck
+    ctx_switch_us=3.8, futex_wake_us=2.5, wake_latency_idle_us=60.0, wake_latency_busy_us=6.0,
+    static_w_per_core=2.0, package_static_w=2.0, dyn_w_per_core_max=20.0,
+    v_min=0.988, v_max=1.34, tdp_w=27.0,
+    extra={"private_l2": False},
+)
+
+CORE2_QUAD = Preset(
+    name="core2-quad",
+    description="Intel Core 2 Quad Q6600 (Kentsfield G0, 65 nm, 2007): two dual-core dies in one "
+                "package, each with a shared 4 MiB L2 (two LLC domains), 1.6/2.4 GHz, FSB 1066",
+    sources=(
+        ("Intel ARK, Core 2 Quad Q6600: 4C/4T, 2.4 GHz, 8 MB L2 (2 x 4 MB), 1066 MHz FSB, "
+         "95 W TDP (G0 stepping)"),
+        "7-cpu.com/cpu/Core2.html: L1 3 cycles, L2 14 cycles (65 nm)",
+        "Agner Fog, microarchitecture guide (Core 2): 16-way shared L2 per die",
+        "Enhanced SpeedStep on Q6600: 6x and 9x 266 MHz = 1.6 and 2.4 GHz",
+        ("Cross-die transfers go over the front-side bus: ~100 ns (core-to-core-latency style "
+         "measurements on Kentsfield/Clovertown)"),
+        "Li, Ding, Shen, ExpCS 2007 (context switch)",
+    ),
+    sockets=1, cores_per_socket=4, threads_per_core=1, llc_domains_per_socket=2,
+    pstates_ghz=(1.6, 2.4), turbo_ghz=None, turbo=False,
+    freq_domain="package", default_governor="ondemand", transition_latency_us=10.0,
+    base_ipc=1.0,
+    l1d_kib=32, l1d_ways=8, l1i_kib=32, l2_kib=32, l2_ways=8, llc_mib=4, llc_ways=16,
+    l1_lat_cyc=3, l2_lat_cyc=3, llc_lat_cyc=14, dram_ns=75.0,
+    c2c_smt_ns=7.0, c2c_llc_ns=25.0, c2c_cross_llc_ns=105.0,
+    smt_throughput=(1.0,),
+    mem_bw_gbs=8.5, mem_channels=2,        # FSB 1066 MT/s x 8 B
+    ctx_switch_us=3.8, futex_wake_us=2.0, wake_latency_idle_us=50.0, wake_latency_busy_us=6.0,
+    static_w_per_core=4.0, package_static_w=10.0, dyn_w_per_core_max=16.0,
+    v_min=1.1, v_max=1.3, tdp_w=95.0,
+    extra={"private_l2": False},
+)
+
+XEON_SP = Preset(
+    name="xeon-sp",
+    description="Intel Xeon Gold 6148 (Skylake-SP, 14 nm, 2017), one socket: 20 cores / 40 "
+                "threads on a mesh, 1 MiB L2 per core, 27.5 MiB non-inclusive L3, 1.0-2.4 GHz "
+                "(turbo 3.7), six-channel DDR4-2666",
+    sources=(
+        ("Intel ARK, Xeon Gold 6148: 20C/40T, 2.4 GHz base, 3.7 GHz max turbo, 27.5 MB L3, "
+         "150 W TDP, 6 x DDR4-2666 (128 GB/s)"),
+        ("7-cpu.com/cpu/Skylake_X.html and Anandtech, 'Intel Xeon Scalable (Skylake-SP)' review "
+         "(2017): L2 14 cycles, L3 ~60-70 cycles, DRAM ~90 ns idle"),
+        "nviennot/core-to-core-latency README: Xeon Gold 6242 (same mesh) 48 ns",
+        "RHEL tuned profile throughput-performance: performance governor",
+    ),
+    sockets=1, cores_per_socket=20, threads_per_core=2,
+    pstates_ghz=_steps(1.0, 2.4, 0.1), turbo_ghz=3.7, turbo=False,
+    freq_domain="core", default_governor="performance", transition_latency_us=20.0,
+    base_ipc=1.45,
+    l1d_kib=32, l1d_ways=8, l1i_kib=32, l2_kib=1024, l2_ways=16, llc_mib=27.5, llc_ways=11,
+    l1_lat_cyc=4, l2_lat_cyc=14, llc_lat_cyc=65, dram_ns=90.0,
+    c2c_smt_ns=6.0, c2c_llc_ns=50.0, c2c_cross_llc_ns=50.0,
+    smt_throughput=(1.0, 1.25),
+    mem_bw_gbs=128.0, mem_channels=6,
+    ctx_switch_us=1.8, futex_wake_us=1.3, wake_latency_idle_us=30.0, wake_latency_busy_us=4.0,
+    static_w_per_core=1.2, package_static_w=30.0, dyn_w_per_core_max=10.5,
+    v_min=0.7, v_max=1.15, tdp_w=150.0,
+)
+
+EPYC_ZEN3 = Preset(
+    name="epyc-zen3",
+    description="AMD EPYC 7513 (Zen 3 Milan, 7 nm, 2021), one socket: 32 cores / 64 threads in "
+                "4 CCDs of one 8-core CCX each, 32 MiB L3 per CCX (4 LLC domains), "
+                "1.5-2.6 GHz (boost 3.65), eight-channel DDR4-3200",
+    sources=(
+        ("AMD EPYC 7513 product page: 32C/64T, 2.6 GHz base, 3.65 GHz max boost, 128 MB L3, "
+         "200 W default TDP, 8 x DDR4-3200 (204.8 GB/s)"),
+        ("Anandtech, 'AMD 3rd Gen EPYC Milan review' (2021): 8-core CCX with unified 32 MB L3, "
+         "L3 ~46 cycles, DRAM ~110 ns, intra-CCX core-to-core ~20 ns, cross-CCX ~80-110 ns"),
+        "nviennot/core-to-core-latency README: EPYC 7773X (Milan-X) median 115 ns",
+        ("7-cpu.com/cpu/Zen3.html-style tables and AMD Software Optimization Guide for Family 19h: "
+         "L1D 32 KB 8-way 4-5 cycles, L2 512 KB 8-way 12 cycles, L3 16-way"),
+        "Linux acpi-cpufreq on Milan: three P-states, per-core; Ubuntu default schedutil",
+    ),
+    sockets=1, cores_per_socket=32, threads_per_core=2, llc_domains_per_socket=4,
+    pstates_ghz=(1.5, 2.0, 2.6), turbo_ghz=3.65, turbo=False,
+    freq_domain="core", default_governor="schedutil", transition_latency_us=20.0,
+    base_ipc=1.6,
+    l1d_kib=32, l1d_ways=8, l1i_kib=32, l2_kib=512, l2_ways=8, llc_mib=32, llc_ways=16,
+    l1_lat_cyc=4, l2_lat_cyc=12, llc_lat_cyc=46, dram_ns=110.0,
+    c2c_smt_ns=7.0, c2c_llc_ns=20.0, c2c_cross_llc_ns=105.0,
+    smt_throughput=(1.0, 1.25),
+    mem_bw_gbs=204.8, mem_channels=8,
+    ctx_switch_us=1.5, futex_wake_us=1.0, wake_latency_idle_us=30.0, wake_latency_busy_us=4.0,
+    static_w_per_core=1.0, package_static_w=60.0, dyn_w_per_core_max=6.5,
+    v_min=0.8, v_max=1.2, tdp_w=200.0,
+)
+
+VM_2VCPU = Preset(
+    name="vm-2vcpu",
+    description="2-vCPU cloud VM on a Zen 3 (EPYC Milan) host, modelled as it physically is: "
+                "one core with 2 SMT threads (the guest's lscpu shows 2 cores x 1 thread); "
+                "fixed clock, since guests cannot set P-states",
+    sources=(
+        ("lscpu in this project's CI VM: AMD EPYC family 25 model 1 (Milan) under KVM, 2 vCPUs, "
+         "BogoMIPS 4499.99 (TSC 2.25 GHz), 32 MiB L3, no cpufreq in the guest"),
+        ("AWS EC2 and Google Cloud documentation: on x86 instances each vCPU is one hardware "
+         "thread, so a 2-vCPU instance is one physical core"),
+        ("AMD Software Optimization Guide for Family 19h: 32 KB L1D, 512 KB L2 per core, "
+         "32 MB L3 per CCX"),
+        "Anandtech, EPYC Milan review (2021): L3 ~46 cycles, DRAM ~110 ns",
+    ),
+    sockets=1, cores_per_socket=1, threads_per_core=2,
+    pstates_ghz=(2.25,), turbo_ghz=None, turbo=False,
+    freq_domain="package", default_governor="performance", transition_latency_us=0.0,
+    base_ipc=1.6,
+    l1d_kib=32, l1d_ways=8, l1i_kib=32, l2_kib=512, l2_ways=8, llc_mib=32, llc_ways=16,
+    l1_lat_cyc=4, l2_lat_cyc=12, llc_lat_cyc=46, dram_ns=110.0,
+    c2c_smt_ns=7.0, c2c_llc_ns=20.0, c2c_cross_llc_ns=20.0,
+    smt_throughput=(1.0, 1.25),
+    mem_bw_gbs=25.0, mem_channels=2,       # one core's achievable share, not the host's
+    # vCPU wake-ups go through the hypervisor (halt exit, posted-interrupt IPI)
+    ctx_switch_us=2.0, futex_wake_us=1.5, wake_latency_idle_us=50.0, wake_latency_busy_us=8.0,
+    # The VM's share of the host's power: one core plus 1/64 of the I/O die.
+    static_w_per_core=1.0, package_static_w=1.5, dyn_w_per_core_max=5.0,
+    v_min=1.0, v_max=1.0, tdp_w=None,
+)
+
+SERVER_2015 = Preset(
+    name="server-2015",
+    description="Plausible 2015 server: two Intel Xeon E5-2670 v3 (Haswell-EP, 22 nm), "
+                "2 x 12 cores / 24 threads, 30 MiB L3 per socket, 1.2-2.3 GHz (turbo 3.1), "
+                "quad-channel DDR4-2133 per socket; for the eat-what-you-kill benchmark",
+    sources=(
+        ("Intel ARK, Xeon E5-2670 v3: 12C/24T, 2.3 GHz base, 3.1 GHz max turbo, 30 MB L3, "
+         "120 W TDP, 4 x DDR4-2133 (68 GB/s)"),
+        ("7-cpu.com/cpu/Haswell.html and Anandtech, 'Intel Xeon E5 v3 (Haswell-EP)' review "
+         "(2014): L2 12 cycles, L3 ~40 cycles on the 12-core die, DRAM ~85 ns, QPI ~130 ns"),
+        "Anandtech Haswell-EP review: per-core P-states (PCPS), 20-way 2.5 MB L3 slices",
+        "data/ewyk-benchmark.md: machine unpublished, 'plausible 2015 server'",
+    ),
+    sockets=2, cores_per_socket=12, threads_per_core=2,
+    pstates_ghz=_steps(1.2, 2.3, 0.1), turbo_ghz=3.1, turbo=False,
+    freq_domain="core", default_governor="performance", transition_latency_us=20.0,
+    base_ipc=1.4,
+    l1d_kib=32, l1d_ways=8, l1i_kib=32, l2_kib=256, l2_ways=8, llc_mib=30, llc_ways=20,
+    l1_lat_cyc=4, l2_lat_cyc=12, llc_lat_cyc=42, dram_ns=85.0,
+    c2c_smt_ns=6.0, c2c_llc_ns=45.0, c2c_cross_llc_ns=45.0, c2c_socket_ns=125.0,
+    smt_throughput=(1.0, 1.25),
+    mem_bw_gbs=68.0, mem_channels=4,
+    ctx_switch_us=1.8, futex_wake_us=1.2, wake_latency_idle_us=30.0, wake_latency_busy_us=4.0,
+    static_w_per_core=1.5, package_static_w=20.0, dyn_w_per_core_max=11.0,
+    v_min=0.75, v_max=1.1, tdp_w=120.0,
+)
+
+PRESETS: dict[str, Preset] = {
+    p.name: p for p in (
+        IDEAL, I7_3770, I7_920, I5_2400, I9_7960X, T1000, LAPTOP_2007, CORE2_QUAD, XEON_SP,
+        EPYC_ZEN3, VM_2VCPU, SERVER_2015,
+    )
+}
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown preset {name!r}; known: {', '.join(sorted(PRESETS))}") from None
+
+
+def with_overrides(preset: Preset, **changes) -> Preset:
+    return replace(preset, **changes)

@@ -1,0 +1,46 @@
+"""Shared helpers for tests: build scenarios from dicts and run them."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from scipy import stats
+
+from simcore.config import apply_sets, read_scenario_dict, validate
+from simcore.run import simulate, simulate_once
+
+
+def scenario(base: str = "mmc", sets: dict | None = None, **run):
+    data = copy.deepcopy(read_scenario_dict(base))
+    apply_sets(data, [f"{k}={_toml(v)}" for k, v in (sets or {}).items()])
+    data["run"].update(run)
+    if "duration_s" in run:
+        data["run"].pop("requests", None)
+    return validate(data)
+
+
+def _toml(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    return repr(v) if not isinstance(v, list) else "[" + ",".join(_toml(x) for x in v) + "]"
+
+
+def run(base="mmc", sets=None, seed=None, **runopts) -> dict:
+    cfg = scenario(base, sets, **runopts)
+    return simulate(cfg) if seed is None else simulate_once(cfg, seed)
+
+
+def replicate(cfg, key_fn, reps: int, base_seed: int = 7):
+    """Run ``reps`` independent replications; return the values of key_fn(result)."""
+    seeds = np.random.SeedSequence(base_seed).generate_state(reps).tolist()
+    return np.array([key_fn(simulate_once(cfg, int(s))) for s in seeds])
+
+
+def ci(values, level: float = 0.99) -> tuple[float, float]:
+    """Mean and Student-t half-width of a confidence interval at ``level``."""
+    v = np.asarray(values, dtype=float)
+    half = stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return float(v.mean()), float(half)

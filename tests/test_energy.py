@@ -1,0 +1,142 @@
+"""Energy meter: hand-computed traces, SMT counted once, and the static-power floor."""
+
+from __future__ import annotations
+
+import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models.dvfs import DvfsController
+from models.energy import EnergyMeter, dynamic_power_w, static_power_w, voltage
+from models.presets import Preset, get_preset, with_overrides
+
+# 1 socket x 2 cores x 2 threads; static 2*1 + 5 = 7 W; dynamic 10 W per core at 2 GHz
+SMT2 = Preset(
+    name="smt2", description="test machine", sources=("test",),
+    cores_per_socket=2, threads_per_core=2, pstates_ghz=(1.0, 2.0),
+    static_w_per_core=1.0, package_static_w=5.0, dyn_w_per_core_max=10.0, v_min=0.8, v_max=1.2,
+)
+
+
+def test_power_formula_by_hand():
+    assert static_power_w(SMT2) == 7.0
+    assert voltage(SMT2, 1.0) == 0.8 and voltage(SMT2, 2.0) == 1.2
+    assert voltage(SMT2, 1.5) == pytest.approx(1.0)
+    assert dynamic_power_w(SMT2, 2.0) == pytest.approx(10.0)
+    # 10 * (0.8/1.2)^2 * (1/2) = 2.2222
+    assert dynamic_power_w(SMT2, 1.0) == pytest.approx(10 * (0.8 / 1.2) ** 2 * 0.5)
+    # 10 * (1.0/1.2)^2 * 0.75 = 5.2083
+    assert dynamic_power_w(SMT2, 1.5) == pytest.approx(5.208333, rel=1e-6)
+    assert dynamic_power_w(SMT2, 0.0) == 0.0
+
+
+def test_voltage_tops_out_at_turbo_whatever_the_turbo_switch():
+    p = with_overrides(SMT2, turbo_ghz=2.5)
+    # V(2.0) = 0.8 + 0.4 * (1.0 / 1.5) = 1.0667; P = 10 * (1.0667/1.2)^2 * 2.0/2.5 = 6.321
+    expected = 10 * ((0.8 + 0.4 / 1.5) / 1.2) ** 2 * 0.8
+    assert dynamic_power_w(p, 2.0) == pytest.approx(expected)
+    assert dynamic_power_w(with_overrides(p, turbo=True), 2.0) == pytest.approx(expected)
+    assert dynamic_power_w(p, 2.5) == pytest.approx(10.0)
+
+
+def test_hand_trace_with_smt_counted_once():
+    m = EnergyMeter(SMT2, 4)
+    m.busy(0, 0.0, 2.0)          # core 0
+    m.busy(1, 0.5, 2.0)          # sibling on core 0: core already busy
+    m.idle(0, 1.0)
+    m.idle(1, 1.5)               # core 0 busy 0..1.5 at 10 W = 15 J
+    m.busy(2, 0.0, 1.0)          # core 1: 1 s at 2.2222 W, then 1 s at 10 W
+    m.freq_change(2, 1.0, 2.0)
+    p1 = 10 * (0.8 / 1.2) ** 2 * 0.5
+    assert m.dynamic_joules(2.0) == pytest.approx(15.0 + p1 + 10.0)
+    assert m.joules(2.0) == pytest.approx(7.0 * 2 + 15.0 + p1 + 10.0)
+    assert m.watts() == pytest.approx(7.0 + 10.0)
+    m.idle(2, 2.0)
+    assert m.finish(4.0)["joules"] == pytest.approx(7.0 * 4 + 15.0 + p1 + 10.0)
+
+
+def test_idle_machine_draws_static_power_only():
+    m = EnergyMeter(get_preset("server-2015"))
+    # 2 sockets * 20 W + 24 cores * 1.5 W = 76 W
+    assert m.static_w == pytest.approx(76.0)
+    assert m.joules(10.0) == pytest.approx(760.0)
+
+
+def test_freq_change_of_idle_core_costs_nothing_until_busy():
+    m = EnergyMeter(SMT2)
+    m.freq_change(0, 0.5, 1.0)
+    assert m.dynamic_joules(1.0) == 0.0
+    m.busy(0, 1.0, 1.0)
+    assert m.dynamic_joules(2.0) == pytest.approx(dynamic_power_w(SMT2, 1.0))
+
+
+def test_times_running_backwards_are_clamped():
+    m = EnergyMeter(SMT2)
+    m.busy(0, 1.0, 2.0)
+    m.idle(0, 0.5)               # earlier than the busy event: no negative energy
+    assert m.dynamic_joules(3.0) == 0.0
+    assert m.joules(3.0) == pytest.approx(21.0)
+
+
+def test_with_a_dvfs_controller_listener():
+    toy = Preset(name="toy", description="test", sources=("test",), cores_per_socket=2,
+                 pstates_ghz=(1.0, 1.5, 2.0, 2.5, 3.0), freq_domain="package")
+    ctl = DvfsController(toy, "ondemand", [[0, 1]], initial_ghz=1.0)
+    m = EnergyMeter(toy)
+    ctl.add_listener(m.freq_change)
+    env = simpy.Environment()
+    ctl.bind(env)
+    ctl.cpu_busy(0, 0.0)
+    m.busy(0, 0.0, ctl.ghz(0, 0.0))
+    env.run(until=0.015)
+    ctl.ghz(0, 0.015)                                    # apply the 10.02 ms change
+    # 100 % load -> 3.0 GHz at 10.02 ms; before: 1.0 GHz at 10*(0.8/1.2)^2/3 W
+    p_lo = 10 * (0.8 / 1.2) ** 2 / 3
+    expected = p_lo * 0.01002 + 10.0 * 0.00498
+    assert m.dynamic_joules(0.015) == pytest.approx(expected)
+    assert m.joules(0.015) == pytest.approx(expected + 7.0 * 0.015)
+
+
+def test_bad_cpu_count():
+    with pytest.raises(ValueError, match="n_cpus"):
+        EnergyMeter(SMT2, 0)
+
+
+events = st.lists(
+    st.tuples(st.floats(0.0, 0.5), st.sampled_from(["busy", "idle", "freq"]),
+              st.integers(0, 3), st.sampled_from([1.0, 1.25, 1.5, 2.0])),
+    max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(trace=events)
+def test_energy_at_least_static_and_matches_reference(trace):
+    m = EnergyMeter(SMT2)
+    busy = [False] * 4
+    core_ghz = [0.0, 0.0]
+    t = ref = prev_j = 0.0
+    for dt, kind, cpu, ghz in trace:
+        # reference: integrate the state held since the last event
+        for core in (0, 1):
+            if busy[2 * core] or busy[2 * core + 1]:
+                ref += dynamic_power_w(SMT2, core_ghz[core]) * dt
+        t += dt
+        core = cpu // 2
+        if kind == "busy":
+            m.busy(cpu, t, ghz)
+            busy[cpu] = True
+            core_ghz[core] = ghz
+        elif kind == "idle":
+            m.idle(cpu, t)
+            busy[cpu] = False
+        else:
+            m.freq_change(cpu, t, ghz)
+            core_ghz[core] = ghz
+        j = m.joules(t)
+        assert j >= m.static_w * t - 1e-9
+        assert j >= prev_j - 1e-9
+        assert j <= (m.static_w + 2 * SMT2.dyn_w_per_core_max) * t + 1e-9
+        prev_j = j
+    assert m.dynamic_joules(t) == pytest.approx(ref, rel=1e-9, abs=1e-12)
+    assert m.joules(t + 1.0) >= m.static_w * (t + 1.0)
