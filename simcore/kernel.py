@@ -181,6 +181,10 @@ class Thread:
             if req is not None:
                 if req.t_start < 0.0:
                     req.t_start = now
+                if seg is req.consume:
+                    req.consumed_by = self.tid
+                elif seg is req.produce:
+                    req.produced_by = self.tid
                 bd = req.bd
                 bd[B_COMPUTE] += total
                 if self.pending_dispatch:
@@ -195,7 +199,7 @@ class Thread:
                 return env.timeout(total)
         else:
             return self._run_model(seg, req, cpu, env, now)
-        return self._run_slow(seg, total, cpu, env, now)
+        return self._run_slow(seg, total, cpu, env, now, req)
 
     def _run_model(self, seg, req, cpu, env, now) -> Event:
         """run() on a machine model: its cost, counters and breakdown."""
@@ -219,6 +223,10 @@ class Thread:
         if req is not None:
             if req.t_start < 0.0:
                 req.t_start = now
+            if seg is req.consume:
+                req.consumed_by = self.tid
+            elif seg is req.produce:
+                req.produced_by = self.tid
             bd = req.bd
             bd[B_DISPATCH] += self.pending_dispatch + extra
             self.pending_dispatch = 0.0
@@ -233,13 +241,14 @@ class Thread:
             cpu.chunk_t0 = now
             cpu.chunk_t1 = now + total
             return env.timeout(total)
-        return self._run_slow(seg, total, cpu, env, now)
+        return self._run_slow(seg, total, cpu, env, now, req)
 
-    def _run_slow(self, seg, total, cpu, env, now) -> Event:
+    def _run_slow(self, seg, total, cpu, env, now, req) -> Event:
         """The kernel drives chunks, preemption and the blocking wait."""
         k = self.kernel
         if k.trace is not None:
-            k.trace.append((now, cpu.id, self.tid, "run", seg.label, total))
+            k.trace.append((now, cpu.id, self.tid, "run", seg.label, total,
+                            req.id if req is not None else -1))
         done = Event(env)
         self.wait_ev = done
         self.cont = (total, seg.block_s)
@@ -415,7 +424,7 @@ class Kernel:
         t.cpu = cpu
         t.state = RUNNING
         if self.trace is not None:
-            self.trace.append((now, cpu.id, t.tid, "dispatch", "", delay))
+            self.trace.append((now, cpu.id, t.tid, "dispatch", "", delay, -1))
         if t.cont is not None:
             if delay:
                 env.timeout(delay).callbacks.append(lambda _e: self._run_chunk(t))

@@ -74,18 +74,8 @@ class Request:
     Times are simulated seconds; `bd` accumulates the breakdown by cause.
     """
 
-    __slots__ = (
-        "bd",
-        "conn",
-        "consume",
-        "id",
-        "invocation",
-        "produce",
-        "service_s",
-        "t_arrive",
-        "t_done",
-        "t_start",
-    )
+    __slots__ = ("id", "conn", "t_arrive", "t_start", "t_done", "service_s", "produce",
+                 "consume", "bd", "invocation", "produced_by", "consumed_by")
 
     def __init__(self, rid: int, t_arrive: float, service_s: float, conn: int = 0):
         self.id = rid
@@ -98,6 +88,8 @@ class Request:
         self.consume: Segment | None = None
         self.bd = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]   # seconds by cause (CAUSES order)
         self.invocation = "BLOCKING"
+        self.produced_by = -1        # thread ids, set by the kernel when the segments run
+        self.consumed_by = -1
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Request({self.id}, conn={self.conn}, t={self.t_arrive:.6f})"
