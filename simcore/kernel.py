@@ -83,7 +83,7 @@ class Cpu:
         "last_tid",
         "llc",
         "rq",
-        "timeline",
+        "balance_pending",
     )
 
     def __init__(self, cid: int, core: int, llc: int):
@@ -97,6 +97,7 @@ class Cpu:
         self.busy_s = 0.0                    # executing time, accounted per chunk at its start
         self.chunk_t0 = 0.0
         self.chunk_t1 = 0.0
+        self.balance_pending = False         # an idle-balance retry is scheduled
 
 
 class Thread:
@@ -172,12 +173,6 @@ class Thread:
             ins = seg.instructions
             total = ins * k.ideal_spi + self.pending_busy
             self.pending_busy = 0.0
-            ctr = self.ctr
-            ctr[K_TASK] += total
-            ctr[K_INS] += ins
-            self.seg_t0 = now
-            self.seg_t1 = now + total
-            self.seg_cost = None
             if req is not None:
                 if req.t_start < 0.0:
                     req.t_start = now
@@ -193,13 +188,18 @@ class Thread:
                 if seg.block_s:
                     bd[B_IO] += seg.block_s
             if total <= k.slice_max and not cpu.rq and not seg.block_s and k.trace is None:
+                ctr = self.ctr
+                ctr[K_TASK] += total
+                ctr[K_INS] += ins
+                self.seg_t0 = now
+                self.seg_t1 = now + total
+                self.seg_cost = None
                 cpu.busy_s += total
                 cpu.chunk_t0 = now
                 cpu.chunk_t1 = now + total
                 return env.timeout(total)
-        else:
-            return self._run_model(seg, req, cpu, env, now)
-        return self._run_slow(seg, total, cpu, env, now, req)
+            return self._run_slow(seg, total, None, req)
+        return self._run_model(seg, req, cpu, env, now)
 
     def _run_model(self, seg, req, cpu, env, now) -> Event:
         """run() on a machine model: its cost, counters and breakdown."""
@@ -209,17 +209,6 @@ class Thread:
         extra = self.pending_busy
         self.pending_busy = 0.0
         total = dur + extra
-        ctr = self.ctr
-        ctr[K_TASK] += total
-        ctr[K_CYC] += cost[C_CYC]
-        ctr[K_INS] += cost[C_INS]
-        ctr[K_L1L] += cost[C_L1L]
-        ctr[K_L1M] += cost[C_L1M]
-        ctr[K_LLCL] += cost[C_LLCL]
-        ctr[K_LLCM] += cost[C_LLCM]
-        self.seg_t0 = now
-        self.seg_t1 = now + total
-        self.seg_cost = cost
         if req is not None:
             if req.t_start < 0.0:
                 req.t_start = now
@@ -237,22 +226,39 @@ class Thread:
             if seg.block_s:
                 bd[B_IO] += seg.block_s
         if total <= k.slice_max and not cpu.rq and not seg.block_s and k.trace is None:
+            self._credit(cost, total, 1.0, now, total)
             cpu.busy_s += total
             cpu.chunk_t0 = now
             cpu.chunk_t1 = now + total
             return env.timeout(total)
-        return self._run_slow(seg, total, cpu, env, now, req)
+        return self._run_slow(seg, total, cost, req)
 
-    def _run_slow(self, seg, total, cpu, env, now, req) -> Event:
-        """The kernel drives chunks, preemption and the blocking wait."""
-        k = self.kernel
-        if k.trace is not None:
-            k.trace.append((now, cpu.id, self.tid, "run", seg.label, total,
-                            req.id if req is not None else -1))
-        done = Event(env)
+    def _credit(self, cost, total, frac, t0, span) -> None:
+        """Add ``frac`` of a segment's counters to this thread; the CPU is busy with it
+        from ``t0`` for ``span`` seconds (counters_now uses that for runs in flight)."""
+        ctr = self.ctr
+        ctr[K_TASK] += frac * total
+        self.seg_t0 = t0
+        self.seg_t1 = t0 + span
+        if cost is None:                       # ideal machine
+            ctr[K_INS] += frac * total / self.kernel.ideal_spi
+            self.seg_cost = None
+            return
+        ctr[K_CYC] += frac * cost[C_CYC]
+        ctr[K_INS] += frac * cost[C_INS]
+        ctr[K_L1L] += frac * cost[C_L1L]
+        ctr[K_L1M] += frac * cost[C_L1M]
+        ctr[K_LLCL] += frac * cost[C_LLCL]
+        ctr[K_LLCM] += frac * cost[C_LLCM]
+        self.seg_cost = cost if frac == 1.0 else tuple(frac * x for x in cost)
+
+    def _run_slow(self, seg, total, cost, req) -> Event:
+        """The kernel drives chunks (time slices), preemption and the blocking wait;
+        counters are credited chunk by chunk."""
+        done = Event(self.kernel.env)
         self.wait_ev = done
-        self.cont = (total, seg.block_s)
-        k._run_chunk(self)
+        self.cont = (total, seg.block_s, total, cost, seg.label, req.id if req is not None else -1)
+        self.kernel._run_chunk(self)
         return done
 
     def park(self) -> Event:
@@ -497,20 +503,35 @@ class Kernel:
             self.machine.cpu_idle(cpu.id, now)
 
     def _pull_for(self, cpu: Cpu) -> Thread | None:
-        """newidle balance: take a queued thread that may run here and is not cache hot."""
+        """newidle balance: take a queued thread that may run here and is not cache hot
+        (ran within sched_migration_cost). If only hot ones wait, retry when the first
+        turns cold, as the periodic balancer would (after cache_nice_tries failures)."""
         now = self.env.now
-        busiest = None
-        for c in self.cpus:
-            if c.rq and (busiest is None or len(c.rq) > len(busiest.rq)):
-                busiest = c
-        if busiest is None:
-            return None
-        for t in busiest.rq:
-            if cpu.id in t.allowed_set and now - t.last_ran >= self.migration_cost:
-                busiest.rq.remove(t)
-                self.n_queued -= 1
-                return t
+        cold_at = None
+        for c in sorted(self.cpus, key=lambda c: -len(c.rq)):
+            if not c.rq:
+                break
+            for t in c.rq:
+                if cpu.id not in t.allowed_set:
+                    continue
+                cold = t.last_ran + self.migration_cost
+                if now >= cold:
+                    c.rq.remove(t)
+                    self.n_queued -= 1
+                    return t
+                cold_at = cold if cold_at is None else min(cold_at, cold)
+        if cold_at is not None and not cpu.balance_pending:
+            cpu.balance_pending = True
+            self.env.timeout(cold_at - now).callbacks.append(lambda _e: self._retry_pull(cpu))
         return None
+
+    def _retry_pull(self, cpu: Cpu) -> None:
+        cpu.balance_pending = False
+        if cpu.current is not None or not self.n_queued:
+            return
+        t = self._pull_for(cpu)
+        if t is not None:
+            self._dispatch(cpu, t, from_idle=True)
 
     # -- chunks of long or contended segments ----------------------------------------
 
@@ -518,19 +539,22 @@ class Kernel:
         return max(self.min_granularity, self.sched_latency / (1 + len(cpu.rq)))
 
     def _run_chunk(self, t: Thread) -> None:
-        remaining, block_s = t.cont
+        remaining, block_s, total, cost, label, rid = t.cont
         cpu = t.cpu
         now = self.env.now
         chunk = min(remaining, self._slice(cpu)) if (cpu.rq or remaining > self.slice_max) \
             else remaining
+        t._credit(cost, total, chunk / total if total > 0 else 1.0, now, chunk)
         cpu.busy_s += chunk
         cpu.chunk_t0 = now
         cpu.chunk_t1 = now + chunk
-        t.cont = (remaining - chunk, block_s)
+        if self.trace is not None:
+            self.trace.append((now, cpu.id, t.tid, "run", label, chunk, rid))
+        t.cont = (remaining - chunk, block_s, total, cost, label, rid)
         self.env.timeout(chunk).callbacks.append(lambda _e: self._chunk_end(t))
 
     def _chunk_end(self, t: Thread) -> None:
-        remaining, block_s = t.cont
+        remaining, block_s = t.cont[0], t.cont[1]
         if remaining > 1e-15:
             if t.cpu.rq:               # slice over and someone waits: preempt
                 cpu = t.cpu
@@ -566,16 +590,21 @@ class Kernel:
                 ctr = t.ctr
                 for i in range(len(CTR_FIELDS)):
                     tot[i] += ctr[i]
-                if t.seg_t1 > now > t.seg_t0 and t.seg_cost is not None:
-                    frac = (t.seg_t1 - now) / (t.seg_t1 - t.seg_t0)
-                    tot[K_TASK] -= frac * (t.seg_t1 - t.seg_t0)
+                if t.seg_t1 > now:
+                    # Still running: count only the part before now.
+                    span = t.seg_t1 - t.seg_t0
+                    frac = (t.seg_t1 - now) / span
+                    tot[K_TASK] -= frac * span
                     c = t.seg_cost
-                    tot[K_CYC] -= frac * c[C_CYC]
-                    tot[K_INS] -= frac * c[C_INS]
-                    tot[K_L1L] -= frac * c[C_L1L]
-                    tot[K_L1M] -= frac * c[C_L1M]
-                    tot[K_LLCL] -= frac * c[C_LLCL]
-                    tot[K_LLCM] -= frac * c[C_LLCM]
+                    if c is None:       # ideal machine: instructions = time / spi
+                        tot[K_INS] -= frac * span / self.ideal_spi
+                    else:
+                        tot[K_CYC] -= frac * c[C_CYC]
+                        tot[K_INS] -= frac * c[C_INS]
+                        tot[K_L1L] -= frac * c[C_L1L]
+                        tot[K_L1M] -= frac * c[C_L1M]
+                        tot[K_LLCL] -= frac * c[C_LLCL]
+                        tot[K_LLCM] -= frac * c[C_LLCM]
                 cs += t.cs
                 mig += t.migrations
                 fw += t.futex_wakes

@@ -11,8 +11,13 @@ from simcore.config import apply_sets, read_scenario_dict, validate
 from simcore.run import simulate, simulate_once
 
 
-def scenario(base: str = "mmc", sets: dict | None = None, **run):
+def scenario(base: str = "mmc", sets: dict | None = None, workload: dict | None = None,
+             **run):
+    """A validated scenario: a built-in one, its workload table replaced by ``workload``
+    if given, then ``sets`` ({dotted.path: value}) and ``run`` options applied."""
     data = copy.deepcopy(read_scenario_dict(base))
+    if workload is not None:
+        data["workload"] = dict(workload)
     apply_sets(data, [f"{k}={_toml(v)}" for k, v in (sets or {}).items()])
     data["run"].update(run)
     if "duration_s" in run:

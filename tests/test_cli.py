@@ -1,0 +1,142 @@
+"""The CLI contract: JSON keys, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from simcore.cli import main
+
+CONTRACT = ["requests", "sim_seconds", "throughput_rps", "latency_us", "wait_us",
+            "cpus_utilized", "task_clock_ms", "cycles", "instructions", "ipc", "ghz",
+            "l1d_loads", "l1d_misses", "llc_loads", "llc_misses", "context_switches",
+            "cpu_migrations", "joules", "makespan_s", "breakdown_us"]
+
+
+def run_cli(args, capsys):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_json_has_the_contract_keys(capsys):
+    code, out, _ = run_cli(["run", "mmc", "--requests", "3000", "--json"], capsys)
+    assert code == 0
+    r = json.loads(out)
+    for key in CONTRACT:
+        assert key in r, key
+    assert set(r["latency_us"]) >= {"mean", "p50", "p90", "p99", "p999", "max"}
+    assert "mean" in r["wait_us"]
+    assert set(r["breakdown_us"]) == {"queue_wait", "dispatch", "compute", "cache_reload",
+                                      "coherence", "contention", "blocked_io"}
+    assert r["requests"] == 3000
+
+
+def test_breakdown_adds_up_to_mean_latency(capsys):
+    _, out, _ = run_cli(["run", "mmc", "--requests", "3000", "--json",
+                         "--set", "work.backend_us=200"], capsys)
+    r = json.loads(out)
+    assert sum(r["breakdown_us"].values()) == pytest.approx(r["latency_us"]["mean"], rel=1e-9)
+    assert r["breakdown_us"]["blocked_io"] > 100
+
+
+def test_set_overrides_reach_the_run(capsys):
+    _, out, _ = run_cli(["run", "mmc", "--requests", "2000", "--json", "--set",
+                         "machine.cores=2", "--set", "workload.rate_per_s=1000"], capsys)
+    r = json.loads(out)
+    assert len(r["cpu_utilization"]) == 2
+    assert r["offered_rps"] == 1000
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--set", "machine.cores=0"], "machine.cores"),
+    (["--set", "workload.rate_per_s=-5"], "workload.rate_per_s"),
+    (["--set", "workload.rate_per_s=\"fast\""], "workload.rate_per_s"),
+    (["--set", "workload.colour=1"], "workload.colour"),
+    (["--set", "server.cpus=[0,9]"], "server.cpus"),
+    (["--set", "machine.preset=\"cray-1\""], "machine.preset"),
+    (["--set", "strategy.name=\"magic\""], "strategy.name"),
+    (["--set", "workload.kind=\"teleport\""], "workload"),
+    (["--set", "machine.governor=\"turbo-boost\""], "machine.governor"),
+    (["--requests", "0"], "--requests"),
+    (["--duration", "-1"], "--duration"),
+    (["--set", "nonsense"], "--set"),
+])
+def test_bad_input_gets_one_line_naming_the_field_and_exit_2(args, field, capsys):
+    code, out, err = run_cli(["run", "mmc", *args], capsys)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"warmcore: {field}"), lines[0]
+
+
+def test_run_needs_a_limit(tmp_path, capsys):
+    f = tmp_path / "s.toml"
+    f.write_text('[workload]\nkind = "open"\nrate_per_s = 10.0\n[run]\nwarmup = 0.1\n')
+    code, _, err = run_cli(["run", str(f)], capsys)
+    assert code == 2
+    assert err.startswith("warmcore: run.requests: a run needs a request limit or a duration")
+
+
+def test_malformed_toml_is_a_usage_error(tmp_path, capsys):
+    f = tmp_path / "bad.toml"
+    f.write_text("[workload\nkind = ")
+    code, _, err = run_cli(["run", str(f)], capsys)
+    assert code == 2 and err.startswith("warmcore: scenario:") and "not valid TOML" in err
+
+
+def test_unknown_command_is_a_usage_error(capsys):
+    code, _, err = run_cli(["frobnicate"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_overloaded_open_loop_finishes_and_says_the_queue_never_drained(capsys):
+    code, out, _ = run_cli(["run", "mmc", "--requests", "3000", "--json", "--set",
+                            "workload.rate_per_s=8000"], capsys)   # rho = 2 on 4 CPUs
+    assert code == 0
+    r = json.loads(out)
+    assert r["drained"] is False
+    assert any("never drained" in w for w in r["warnings"])
+    assert r["throughput_rps"] == pytest.approx(4000, rel=0.05)
+
+
+def test_duration_limit(capsys):
+    _, out, _ = run_cli(["run", "mmc", "--duration", "0.5", "--json"], capsys)
+    r = json.loads(out)
+    assert r["sim_seconds"] == pytest.approx(0.5, rel=1e-9)
+    assert r["requests"] == pytest.approx(0.5 * 3200, rel=0.15)
+
+
+def test_human_output_reads_like_perf_stat(capsys):
+    code, out, _ = run_cli(["run", "mmc", "--requests", "1000"], capsys)
+    assert code == 0
+    assert "task-clock (msec)" in out and "CPUs utilized" in out and "req/s" in out
+
+
+def test_listings(capsys):
+    assert any(line.startswith("mmc ") for line in run_cli(["scenarios"], capsys)[1].splitlines())
+    out = run_cli(["presets"], capsys)[1]
+    assert "ideal" in out and "i7-3770" in out
+    assert "shared-queue" in run_cli(["strategies"], capsys)[1]
+
+
+def test_console_script_runs_without_traceback():
+    p = subprocess.run([sys.executable, "-m", "simcore.cli", "run", "mmc", "--set",
+                        "machine.cores=-1"], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+
+
+def test_replications_report_confidence_intervals(capsys):
+    _, out, _ = run_cli(["run", "mmc", "--requests", "2000", "--json", "--set",
+                         "run.replications=4"], capsys)
+    r = json.loads(out)
+    assert r["replications"] == 4 and len(set(r["seeds"])) == 4
+    lo, hi = r["ci95"]["throughput_rps"]
+    assert lo < r["throughput_rps"] < hi
+    lo, hi = r["ci95"]["wait_us.mean"]
+    assert lo < r["wait_us"]["mean"] < hi

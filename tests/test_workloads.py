@@ -1,0 +1,119 @@
+"""Workload generators: each against the law that must govern it."""
+
+from __future__ import annotations
+
+import pytest
+
+from simcore.run import build, finish, run_built
+from tests.helpers import run, scenario
+
+
+def test_closed_loop_obeys_the_interactive_response_time_law():
+    # N clients, think Z, response R: X = N / (R + Z) exactly (for long runs).
+    r = run("mmc", {"machine.cores": 2}, workload={
+        "kind": "closed", "clients": 6, "think_us": 2000.0, "service_us": 500.0}, requests=20_000)
+    x = r["throughput_rps"]
+    assert x == pytest.approx(6 / (r["latency_us"]["mean"] * 1e-6 + 2e-3), rel=0.02)
+
+
+def test_closed_loop_with_one_client_never_queues():
+    r = run("mmc", workload={"kind": "closed", "clients": 1, "think_us": 100.0,
+                             "service_us": 300.0}, requests=2000)
+    assert r["wait_us"]["mean"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_batch_makespan_is_total_work_over_cpus_for_equal_jobs():
+    r = run("mmc", {"machine.cores": 4}, workload={
+        "kind": "batch", "jobs": 16, "service": "deterministic", "service_us": 1000.0},
+        requests=1)
+    assert r["requests"] == 16
+    assert r["makespan_s"] == pytest.approx(16 * 1e-3 / 4, rel=1e-9)
+
+
+def test_batch_with_more_threads_than_cpus_time_slices_fairly():
+    # 8 CPU-bound 50 ms jobs on 8 threads and 2 CPUs: all end near 200 ms (fair share),
+    # not 4 waves of 50 ms, because the scheduler slices time between them.
+    cfg = scenario("mmc", {"machine.cores": 2, "strategy.params.threads": 8}, workload={
+        "kind": "batch", "jobs": 8, "service": "deterministic", "service_us": 50_000.0},
+        requests=1)
+    ctx = build(cfg, 1)
+    r = finish(ctx, run_built(ctx))
+    assert r["makespan_s"] == pytest.approx(0.2, rel=0.02)
+    assert r["latency_us"]["p50"] > 0.15e6     # no job finished in the first waves
+    assert r["context_switches"] > 8           # preemptions happened
+
+
+def test_trace_arrivals_are_replayed(tmp_path):
+    f = tmp_path / "arrivals.txt"
+    f.write_text("# seconds\n0.001\n0.002\n0.0025\n0.010\n")
+    r = run("mmc", workload={"kind": "open", "arrival": "trace", "trace_file": str(f),
+                             "service": "deterministic", "service_us": 1000.0},
+            requests=10, warmup=0.0)
+    assert r["requests"] == 4 and r["stop_reason"] == "workload finished"
+    # On 4 CPUs nobody waits: each takes exactly its 1 ms service.
+    assert r["latency_us"]["max"] == pytest.approx(1000.0, rel=1e-6)
+
+
+def test_bad_trace_file_names_the_field(tmp_path):
+    from simcore.config import ConfigError
+
+    f = tmp_path / "arrivals.txt"
+    f.write_text("0.002\n0.001\n")
+    with pytest.raises(ConfigError, match="workload.trace_file.*non-decreasing"):
+        run("mmc", workload={"kind": "open", "arrival": "trace", "trace_file": str(f)},
+            requests=10)
+
+
+def test_constant_rate_arrivals_are_evenly_spaced():
+    r = run("mmc", {"machine.cores": 1}, workload={
+        "kind": "open", "arrival": "constant", "rate_per_s": 500.0,
+        "service": "deterministic", "service_us": 1000.0}, requests=1000)
+    # D/D/1 below saturation: no waiting at all.
+    assert r["wait_us"]["mean"] == pytest.approx(0.0, abs=1e-6)
+    assert r["throughput_rps"] == pytest.approx(500.0, rel=0.01)
+
+
+def test_many_connections_spread_requests_over_connections():
+    cfg = scenario("mmc", workload={"kind": "connections", "connections": 20,
+                                    "rate_per_s": 2000.0, "service_us": 100.0},
+                   requests=4000)
+    ctx = build(cfg, 2)
+    seen = set()
+    orig = ctx.strategy.on_arrival
+    ctx.strategy.on_arrival = lambda conn: (seen.add(conn.id), orig(conn))
+    ctx.workload.on_arrival = ctx.strategy.on_arrival
+    finish(ctx, run_built(ctx))
+    assert seen == set(range(20))
+
+
+def test_stream_runs_producer_and_consumer_as_their_own_processes():
+    r = run("mmc", {"machine.cores": 4, "producer.cpus": [0], "consumer.cpus": [1],
+                    "server.cpus": [2, 3]},
+            workload={"kind": "stream", "rate_per_s": 2000.0, "producer_us": 50.0,
+                      "consumer_us": 80.0, "service_us": 100.0}, requests=3000)
+    procs = r["processes"]
+    assert set(procs) == {"server", "producer", "consumer"}
+    # Each process's CPU time per message matches its own cost.
+    n = r["arrived"]
+    assert procs["producer"]["task_clock_ms"] / n == pytest.approx(0.05, rel=0.05)
+    assert procs["consumer"]["task_clock_ms"] / n == pytest.approx(0.08, rel=0.05)
+    assert r["cpu_utilization"][0] == pytest.approx(2000 * 50e-6, rel=0.1)
+    assert r["cpu_utilization"][1] == pytest.approx(2000 * 80e-6, rel=0.1)
+    # Latency covers production, service and consumption.
+    assert r["latency_us"]["mean"] >= 50 + 80
+
+
+def test_saturating_stream_is_limited_by_its_window():
+    r = run("mmc", {"machine.cores": 2}, workload={
+        "kind": "stream", "window": 4, "producer_us": 10.0, "consumer_us": 10.0,
+        "service_us": 100.0}, requests=2000)
+    assert r["mean_in_system"] <= 4.0 + 1e-9
+
+
+def test_same_seed_gives_same_demands_whatever_the_strategy_settings():
+    """Common random numbers: comparisons see the same requests."""
+    a = build(scenario("mmc", {"strategy.params.threads": 1}, requests=10), 3)
+    b = build(scenario("mmc", {"strategy.params.threads": 4}, requests=10), 3)
+    da = [a.workload.factory.make(0.0).consume.instructions for _ in range(200)]
+    db = [b.workload.factory.make(0.0).consume.instructions for _ in range(200)]
+    assert da == db and len(set(da)) == 200
