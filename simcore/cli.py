@@ -141,7 +141,8 @@ def format_result(r: dict) -> str:
         f"  p99 {lat['p99']:.1f}  p999 {lat['p999']:.1f}  max {lat['max']:.1f}"),
         f" wait us          mean {r['wait_us']['mean']:.1f}",
         "",
-        f" {r['task_clock_ms']:>16,.2f} task-clock (msec)   # {r['cpus_utilized']:.3f} CPUs utilized",
+        f" {r['task_clock_ms']:>16,.2f} task-clock (msec)   "
+        f"# {r['cpus_utilized']:.3f} CPUs utilized",
         f" {r['context_switches']:>16,} context-switches   # {r['context_switches'] / n:.3f} /req",
         f" {r['cpu_migrations']:>16,} cpu-migrations     # {r['cpu_migrations'] / n:.3f} /req",
         f" {r['cycles']:>16,.0f} cycles             # {r['ghz']:.3f} GHz",

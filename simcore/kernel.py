@@ -610,7 +610,7 @@ class Kernel:
                 fw += t.futex_wakes
             if self.ideal_spi:
                 tot[K_CYC] = tot[K_INS] * self.machine.cpi
-            d = dict(zip(CTR_FIELDS, tot))
+            d = dict(zip(CTR_FIELDS, tot, strict=True))
             d.update(context_switches=cs, cpu_migrations=mig, futex_wakes=fw)
             procs[p.name] = d
         busy = []

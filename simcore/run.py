@@ -206,7 +206,7 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
     end = kernel.counters_now()
     start = snap.get("counters", {"processes": {}, "cpu_busy_s": [0.0] * machine.n_cpus})
     procs = {name: _diff(c, start["processes"].get(name)) for name, c in end["processes"].items()}
-    busy = [b - a for a, b in zip(start["cpu_busy_s"], end["cpu_busy_s"])]
+    busy = [b - a for a, b in zip(start["cpu_busy_s"], end["cpu_busy_s"], strict=True)]
     fin = machine.finish(env.now)
     srv = procs.get("server", {})
     n = rec.measured
@@ -234,7 +234,7 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
     for k, q in QUANTILES.items():
         lat[k] = _us(h.quantile(q))
     lat["max"] = _us(h.max if n else math.nan)
-    bd = {cause: _us(s / n) if n else math.nan for cause, s in zip(CAUSES, rec.bd_sums())}
+    bd = {cause: _us(s / n) if n else math.nan for cause, s in zip(CAUSES, rec.bd_sums(), strict=True)}
     arrived_window = rec.arrived - rec.arrived_at_measure
     res = {
         "scenario": cfg.name,
