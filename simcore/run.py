@@ -234,7 +234,8 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
     for k, q in QUANTILES.items():
         lat[k] = _us(h.quantile(q))
     lat["max"] = _us(h.max if n else math.nan)
-    bd = {cause: _us(s / n) if n else math.nan for cause, s in zip(CAUSES, rec.bd_sums(), strict=True)}
+    bd = {cause: _us(s / n) if n else math.nan
+          for cause, s in zip(CAUSES, rec.bd_sums(), strict=True)}
     arrived_window = rec.arrived - rec.arrived_at_measure
     res = {
         "scenario": cfg.name,
