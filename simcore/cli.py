@@ -2,8 +2,8 @@
 
     warmcore run SCENARIO [--strategy NAME] [--set PATH=VALUE ...] [--seed N]
                  [--requests N | --duration SECONDS] [--json]
-    warmcore scenarios
-    warmcore presets
+    warmcore compare SCENARIO --strategies A,B,... [--load L1,L2,...] [same options] [--json]
+    warmcore scenarios | presets | strategies
 
 Usage errors and bad scenarios print one line (``warmcore: FIELD: REASON``) and
 exit with code 2; scripts depend on this contract and on the JSON keys.
@@ -37,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one scenario")
     _scenario_args(run)
     run.add_argument("--strategy", help="execution strategy (see `warmcore strategies`)")
+    cmp_ = sub.add_parser("compare", help="run several strategies on one scenario")
+    _scenario_args(cmp_)
+    cmp_.add_argument("--strategies", required=True,
+                      help="comma-separated strategy names, e.g. pc,pec,epc")
+    cmp_.add_argument("--load", help="comma-separated offered loads to sweep (open-loop "
+                      "req/s, or closed-loop clients); prints each latency curve and knee")
     sub.add_parser("scenarios", help="list the built-in scenarios")
     sub.add_parser("presets", help="list the CPU presets")
     sub.add_parser("strategies", help="list the execution strategies")
@@ -88,6 +94,39 @@ def _load(args, **extra):
                 seed=args.seed, **extra)
 
 
+def cmd_compare(args) -> int:
+    from simcore.compare import compare, format_table, knee
+    from strategies import get_strategy
+
+    names = [n.strip() for n in args.strategies.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--strategies: name at least one strategy")
+    for n in names:
+        get_strategy(n)
+    loads = None
+    if args.load:
+        try:
+            loads = sorted(float(x) for x in args.load.split(",") if x.strip())
+        except ValueError:
+            raise UsageError(f"--load: {args.load!r} is not a list of numbers") from None
+        if not loads or any(x <= 0 for x in loads):
+            raise UsageError("--load: loads must be positive numbers")
+    cfg = _load(args)
+    progress = None if args.json else (lambda row: print(
+        f"  ran {row['strategy']} load {row['load']}", file=sys.stderr))
+    rows = compare(cfg, names, loads, progress=progress)
+    if args.json:
+        print(json.dumps(_jsonable(rows)))
+        return 0
+    print(format_table(rows))
+    if loads:
+        print()
+        for n in names:
+            k = knee([r for r in rows if r["strategy"] == n])
+            print(f" knee of {n}: " + (f"{k:g}" if k is not None else "not reached"))
+    return 0
+
+
 def cmd_scenarios(args) -> int:
     for name in builtin_names():
         d = read_scenario_dict(name)
@@ -113,7 +152,7 @@ def cmd_strategies(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "scenarios": cmd_scenarios, "presets": cmd_presets,
+COMMANDS = {"run": cmd_run, "compare": cmd_compare, "scenarios": cmd_scenarios, "presets": cmd_presets,
             "strategies": cmd_strategies}
 
 
