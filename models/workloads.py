@@ -150,6 +150,8 @@ class OpenLoop(Workload):
             self.env.process(self._trace_arrivals())
             return
         self.t_next = self.gap()
+        self.rec = self.ctx.recorder
+        self.rec.next_due = self.t_next
         self.pending = False
         # Bound once: _deliver_next runs once per request.
         self.make = self.factory.make
@@ -177,7 +179,7 @@ class OpenLoop(Workload):
 
     def _deliver_next(self) -> None:
         t = self.t_next
-        self.t_next = t + self.gap()
+        self.t_next = self.rec.next_due = t + self.gap()
         c = self.connections[int(self.pick())] if self.pick else self.connections[0]
         req = self.make(t, c.id)
         self.arrive(req)

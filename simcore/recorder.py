@@ -55,7 +55,8 @@ class Recorder:
         elif warmup_requests == 0:
             self.measuring = True
             self._begin_window()
-        self.source_exhausted = False   # a finite workload (trace, batch) has sent everything
+        self.source_exhausted = False
+        self.next_due = float("inf")    # earliest deferred arrival (set by the workload)   # a finite workload (trace, batch) has sent everything
 
     # -- hooks the workload calls -------------------------------------------------------
 
@@ -75,7 +76,8 @@ class Recorder:
     def complete(self, req, thread=None) -> None:
         """``req`` has been served (``thread`` is who finished it, unused here)."""
         now = self.env.now
-        self.catch_up(now)
+        if now >= self.next_due:        # a deferred arrival is due: deliver it first
+            self.catch_up(now)
         n = self.in_system
         self.area += n * (now - self.t_last)
         self.t_last = now
