@@ -166,7 +166,9 @@ class OpenLoop(Workload):
         if not self.pending and self.wakes():
             self.pending = True
             env = self.env
-            env.timeout(self.t_next - env.now).callbacks.append(self._arrival_event)
+            # An arrival already due (deferred) gets an event now, so it is delivered
+            # after the caller has finished parking, never in the middle of it.
+            env.timeout(max(0.0, self.t_next - env.now)).callbacks.append(self._arrival_event)
 
     def _arrival_event(self, _ev) -> None:
         self.pending = False
@@ -192,8 +194,8 @@ class OpenLoop(Workload):
             self._deliver_next()
 
     def poke(self) -> None:
-        """A thread went idle: the next arrival may now wake it."""
-        self.catch_up(self.env.now)
+        """A thread went idle: the next arrival may now wake it. (No delivery here: the
+        caller is between registering as idle and parking, and must not be woken.)"""
         self._schedule()
 
     def _trace_arrivals(self):
