@@ -445,5 +445,11 @@ def get_preset(name: str) -> Preset:
         raise KeyError(f"unknown preset {name!r}; known: {', '.join(sorted(PRESETS))}") from None
 
 
+def nominal_ips(preset: Preset) -> float:
+    """Instructions per second of one lone thread with warm caches at the top P-state:
+    what a "microsecond of service" means on this preset."""
+    return preset.base_ipc * preset.pstates_ghz[-1] * 1e9
+
+
 def with_overrides(preset: Preset, **changes) -> Preset:
     return replace(preset, **changes)

@@ -42,6 +42,20 @@ class Connection:
         return inbox.popleft() if inbox else None
 
 
+def work_ips(ctx) -> float:
+    """Instructions per microsecond-of-work second: the reference preset's if the
+    scenario names one (work.reference_preset), else the simulated machine's."""
+    ref = ctx.cfg.work.reference_preset
+    if ref is None:
+        return ctx.machine.nominal_ips
+    from models.presets import get_preset, nominal_ips
+
+    try:
+        return nominal_ips(get_preset(ref))
+    except KeyError as e:
+        raise ConfigError("work.reference_preset", e.args[0]) from None
+
+
 class RequestFactory:
     """Builds requests and their produce/consume segments from the scenario's
     service distribution and work shape."""
@@ -49,7 +63,7 @@ class RequestFactory:
     def __init__(self, ctx):
         wl = ctx.cfg.workload
         work = ctx.cfg.work
-        self.ips = ctx.machine.nominal_ips
+        self.ips = work_ips(ctx)
         streams = ctx.streams
         self.service = sampler(wl.service, wl.service_us * 1e-6, streams.generator("service"),
                                cv=wl.service_cv,
@@ -309,7 +323,7 @@ class Stream(Workload):
         k = ctx.kernel
         self.prod_proc = k.process("producer", ctx.cpu_list(ctx.cfg.producer.cpus, "producer.cpus"))
         self.cons_proc = k.process("consumer", ctx.cpu_list(ctx.cfg.consumer.cpus, "consumer.cpus"))
-        self.ips = ctx.machine.nominal_ips
+        self.ips = work_ips(ctx)
         lines = ctx.cfg.work.task_kib * 1024 / LINE
         self.msg_lines = lines
         self.cons_ins = wl.consumer_us * 1e-6 * self.ips

@@ -153,6 +153,11 @@ class WorkCfg(Strict):
     contended_ops: NonNeg = 0.0    # read-modify-writes on one contended line per request
     backend_us: NonNeg = 0.0       # blocking call inside the handler (exponential mean)
     invocation: Literal["BLOCKING", "NON_BLOCKING", "EITHER"] = "BLOCKING"
+    # Where the microseconds above were measured: None means on the simulated machine
+    # itself; a preset name fixes the instruction counts (service_us x that preset's
+    # instructions per us), so that changing machine.preset compares machines on the
+    # same work.
+    reference_preset: str | None = None
 
 
 class ProcessCfg(Strict):

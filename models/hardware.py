@@ -1,0 +1,413 @@
+"""HardwareMachine: the MachineModel of simcore/machine.py with real-CPU physics.
+
+Effects (each can be switched off; all off on the ``ideal`` preset gives
+exactly IdealMachine's numbers):
+
+caches        per-core L1d, L1i and L2 (shared by SMT siblings), one LLC per LLC
+              domain (models.cache: LRU warmth with random set placement); a
+              preset with extra["private_l2"] = False (chips whose L2 is the
+              LLC) has no private L2: L1 misses go to the LLC
+coherence     written lines belong to the writing core; another core's read of
+              lines still warm there is a core-to-core transfer (models.coherence)
+contention    contended read-modify-writes serialise on their line (models.coherence)
+membus        DRAM latency loaded by the socket's fill rate (models.membus)
+smt           busy siblings share the core's throughput (models.smt)
+dvfs          per-CPU clock from a cpufreq governor (models.dvfs); off: max clock fixed
+switch_costs  context switch, futex wake and wake-up latency from the preset; off: 0
+energy        joules from models.energy; off: 0
+
+Cost of one segment on ``cpu`` at ``now`` (``execute``), fields of simcore.work.COST_FIELDS:
+
+* compute cycles = instructions / base_ipc / s(k), s from the SMT curve with k
+  the busy hardware threads of the core (this one included); compute_s =
+  cycles / f, f the CPU's current clock.
+* per footprint (kind THREAD with key None is the running thread):
+  L1 (L1i for CODE), L2, LLC warm lines from the cache state of this core and
+  this CPU's LLC domain; misses chain m1 = L - w1, m2 = min(m1, L - w2),
+  m3 = min(m2, L - w3). With coherence on, lines written by another physical
+  core and not yet read since are invalid here; those still warm in the
+  writer's caches (its L2; its L2 or LLC when in another LLC domain) come by a
+  core-to-core transfer at the topology's latency, the rest from the LLC (if
+  warm there and valid) or DRAM.
+* reload_s = [(m1 - m2)(l2_lat - l1_lat) + llc_hits (llc_lat - l1_lat)] / f
+  + dram_lines * dram_ns, all / mlp (cycles scale with the clock, DRAM ns do not);
+  coherence_s = transfers * c2c_ns / mlp; contention_s = contended-line stall
+  + dram_lines * (loaded - idle DRAM latency) / mlp (MODEL.md's "contention"
+  cause is contended lines and the memory-bus queue).
+* duration_s = compute_s + reload_s + coherence_s + contention_s;
+  cycles = compute cycles + stall time * f (perf counts stall cycles).
+
+Counters (what ``perf stat`` would show; only with caches on, else 0):
+
+* l1d_loads = max(instructions * loads_per_instruction, data lines touched):
+  perf's L1-dcache-loads counts load instructions, not lines. Default
+  loads_per_instruction = 0.33 (preset.extra["loads_per_instruction"]); source:
+  data/measurements/jetty-8.perf.txt, 16.41e9 L1-dcache-loads / 49.40e9
+  instructions = 0.332, in line with the 25-35% load share of SPEC integer mixes.
+* l1d_misses = data lines missing L1d (CODE footprints go to L1i and are not
+  counted) plus contended-op transfers.
+* llc_loads = data L2 misses (all reach the LLC: LLC hits, snoops of another
+  core's caches, DRAM) plus contended-op transfers.
+* llc_misses = data lines from DRAM plus lines fetched from a cache *outside*
+  this LLC domain (another CCX or socket): a snoop hit on a core that shares
+  this LLC is an LLC hit for perf, a line from another L3 is not.
+
+Context switches: ``switch_cost`` = preset.ctx_switch_us (the direct cost,
+Li, Ding and Shen, ExpCS 2007); the indirect cost is not a constant: the
+switched-in thread's footprint went cold while others ran, and ``execute``
+charges it. ``wake_latency``: wake_latency_busy_us if the CPU is running;
+if idle, a shallow C-state (busy latency + cstate_shallow_exit_us, default
+2 us: intel_idle's C1/C1E exit latencies) until it has slept
+cstate_deep_after_us (default 600 us: intel_idle's C6 target residency on
+Skylake), then wake_latency_idle_us; both knobs are read from preset.extra.
+
+CPU numbering: cpu = socket*cores_per_socket*threads_per_core +
+core_in_socket*threads_per_core + thread (SMT siblings adjacent).
+"""
+
+from __future__ import annotations
+
+from models.cache import CacheState
+from models.coherence import ContendedLines, Directory, Topology
+from models.membus import MemoryBus
+from models.smt import speed_table
+from simcore.work import CODE, THREAD
+
+EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs",
+           "energy")
+
+LOADS_PER_INSTRUCTION = 0.33
+CSTATE_SHALLOW_EXIT_US = 2.0
+CSTATE_DEEP_AFTER_US = 600.0
+
+
+class _FixedClock:
+    """Stand-in for a DvfsController: every CPU at one clock."""
+
+    freq_changes = 0
+
+    def __init__(self, ghz: float):
+        self._ghz = ghz
+
+    def bind(self, env) -> None:
+        return None
+
+    def cpu_busy(self, cpu, now) -> None:
+        return None
+
+    def cpu_idle(self, cpu, now) -> None:
+        return None
+
+    def ghz(self, cpu, now) -> float:
+        return self._ghz
+
+    def mean_ghz(self, cpu, now) -> float:
+        return self._ghz
+
+
+def _make_controller(preset, governor, userspace_ghz, governor_params):
+    try:
+        from models.dvfs import DvfsController, frequency_domains
+    except ImportError:
+        return None
+    return DvfsController(preset, governor or preset.default_governor,
+                          frequency_domains(preset), userspace_ghz=userspace_ghz,
+                          params=governor_params)
+
+
+def _make_meter(preset, n_cpus):
+    try:
+        from models.energy import EnergyMeter
+    except ImportError:
+        return None
+    return EnergyMeter(preset, n_cpus)
+
+
+class HardwareMachine:
+    """A preset's CPU with the effects of MODEL.md's hardware model (see module docstring).
+
+    preset          a models.presets.Preset (or a preset name)
+    effects         {"caches": bool, ...}; missing keys default to True
+    governor        cpufreq governor (default preset.default_governor)
+    userspace_ghz   clock for the "userspace" governor
+    governor_params governor tunables passed to the DVFS controller
+    """
+
+    def __init__(self, preset, effects: dict[str, bool] | None = None,
+                 governor: str | None = None, userspace_ghz: float | None = None,
+                 governor_params: dict | None = None):
+        if isinstance(preset, str):
+            from models.presets import get_preset
+            preset = get_preset(preset)
+        eff = dict.fromkeys(EFFECTS, True)
+        if effects:
+            unknown = set(effects) - set(EFFECTS)
+            if unknown:
+                raise ValueError(f"unknown effects {sorted(unknown)}; known: {', '.join(EFFECTS)}")
+            eff.update({k: bool(v) for k, v in effects.items()})
+        self.preset = p = preset
+        self.effects = eff
+        topo = self.topology = Topology(p)
+        self.n_cpus = topo.n_cpus
+        self.cpu_core = topo.cpu_core
+        self.cpu_llc = topo.cpu_llc
+        self.cpu_socket = topo.cpu_socket
+        self.nominal_ips = p.base_ipc * p.pstates_ghz[-1] * 1e9
+        extra = p.extra or {}
+
+        # clocks
+        self.max_ghz = p.max_ghz
+        self._fixed_ghz = p.max_ghz
+        ctl = None
+        if eff["dvfs"]:
+            ctl = _make_controller(p, governor, userspace_ghz, governor_params)
+        self.dvfs_available = ctl is not None or not eff["dvfs"]
+        self._dvfs = ctl is not None
+        self.clock = ctl if ctl is not None else _FixedClock(self._fixed_ghz)
+        self.governor = (governor or p.default_governor) if ctl is not None else "fixed"
+        self.meter = _make_meter(p, self.n_cpus) if eff["energy"] else None
+        self.freq_changes = 0
+        if ctl is not None and hasattr(ctl, "add_listener"):
+            ctl.add_listener(self._on_freq_change)
+
+        # SMT
+        self._smt = eff["smt"] and p.threads_per_core > 1
+        self._speed = speed_table(p.smt_throughput, p.threads_per_core)
+        self._busy = [False] * self.n_cpus
+        self._core_busy = [0] * topo.n_cores
+
+        # pipeline and caches
+        self._ipc = p.base_ipc
+        self._caches = eff["caches"]
+        self._coh = eff["caches"] and eff["coherence"]
+        lb = p.line_bytes
+        if self._caches:
+            l1i_ways = int(extra.get("l1i_ways", 8))
+            self.l1d = [CacheState(p.l1d_kib * 1024, p.l1d_ways, lb, name=f"L1d{c}")
+                        for c in range(topo.n_cores)]
+            self.l1i = [CacheState(p.l1i_kib * 1024, l1i_ways, lb, name=f"L1i{c}")
+                        if p.l1i_kib > 0 else None for c in range(topo.n_cores)]
+            # chips without a private L2 (their L2 is the LLC) mark it
+            # extra["private_l2"] = False: L1 misses go straight to the LLC
+            self._has_l2 = bool(extra.get("private_l2", True))
+            self.l2 = [CacheState(p.l2_kib * 1024, p.l2_ways, lb, name=f"L2{c}")
+                       for c in range(topo.n_cores)] if self._has_l2 else self.l1d
+            self.llc = [CacheState(p.llc_mib * 1024 * 1024, p.llc_ways, lb, name=f"LLC{d}")
+                        for d in range(topo.n_llc)]
+        else:
+            self.l1d = self.l1i = self.l2 = self.llc = []
+            self._has_l2 = True
+        self.directory = Directory()
+        self._l2_cyc = max(0.0, p.l2_lat_cyc - p.l1_lat_cyc)
+        self._llc_cyc = max(0.0, p.llc_lat_cyc - p.l1_lat_cyc)
+        self._inv_mlp = 1.0 / max(1e-9, p.mlp)
+        self._dram_ns = p.dram_ns
+        self._lpi = float(extra.get("loads_per_instruction", LOADS_PER_INSTRUCTION))
+
+        # memory bus and contended lines
+        self._membus_on = eff["membus"] and self._caches
+        self.membus = MemoryBus(p)
+        self._contention = eff["contention"]
+        self.lines = ContendedLines(topo, hit_s=p.l1_lat_cyc / (p.max_ghz * 1e9))
+
+        # OS costs
+        sw = eff["switch_costs"]
+        self._ctx_s = p.ctx_switch_us * 1e-6 if sw else 0.0
+        self._futex_s = p.futex_wake_us * 1e-6 if sw else 0.0
+        self._wake_busy_s = p.wake_latency_busy_us * 1e-6 if sw else 0.0
+        self._wake_idle_s = p.wake_latency_idle_us * 1e-6 if sw else 0.0
+        shallow = p.wake_latency_busy_us + float(extra.get("cstate_shallow_exit_us",
+                                                           CSTATE_SHALLOW_EXIT_US))
+        self._wake_shallow_s = min(shallow, p.wake_latency_idle_us) * 1e-6 if sw else 0.0
+        self._deep_after_s = float(extra.get("cstate_deep_after_us", CSTATE_DEEP_AFTER_US)) * 1e-6
+
+        self._ns_llc = topo.ns_llc
+
+        # run statistics
+        self.c2c_lines = 0.0
+        self.c2c_ns = 0.0
+        self.dram_lines = 0.0
+
+    # ------------------------------------------------------------------ engine API
+    def bind(self, env, streams) -> None:
+        self.env = env
+        self.clock.bind(env)
+
+    def execute(self, cpu, seg, thread_key, now):
+        ghz = self.clock.ghz(cpu, now) if self._dvfs else self._fixed_ghz
+        s_per_cyc = 1.0 / (ghz * 1e9)
+        ins = seg.instructions
+        cyc = ins / self._ipc
+        if self._smt:
+            k = self._core_busy[self.cpu_core[cpu]] + (0 if self._busy[cpu] else 1)
+            cyc = cyc / self._speed[k if k < len(self._speed) else -1]
+        compute_s = cyc * s_per_cyc
+        reload_s = coher_s = contend_s = 0.0
+        l1l = l1m = llcl = llcm = 0.0
+
+        footprint = seg.footprint
+        if footprint and self._caches:
+            core = self.cpu_core[cpu]
+            my_llc = self.cpu_llc[cpu]
+            l1 = self.l1d[core]
+            l1i = self.l1i[core] or l1
+            l2 = self.l2[core]
+            llc = self.llc[my_llc]
+            coh = self._coh
+            dget = self.directory.entries.get
+            dwrite = self.directory.write
+            has_l2 = self._has_l2
+            l2_hits = llc_hits = dram = c2c_ns = touched = 0.0
+            for f in footprint:
+                L = f.lines
+                if L <= 0.0:
+                    continue
+                kind = f.kind
+                key = f.key
+                if key is None and kind == THREAD:
+                    key = thread_key
+                okey = (kind, key)
+                ver = store = None
+                x = 0.0
+                if coh:
+                    d = dget(okey)
+                    if d is None:
+                        if f.writes:
+                            store = dwrite(okey, core)
+                    else:
+                        store = ver = d[1]
+                        if d[0] != core:
+                            if d[2]:
+                                # modified by another core: our private copies are stale
+                                # (the version check makes them miss); the lines still
+                                # warm in the writer's caches come over, then are shared
+                                x, lat, cross = self._from_writer(d, core, my_llc, okey, L)
+                                c2c_ns += x * lat
+                            if f.writes:
+                                store = dwrite(okey, core)
+                        elif f.writes and not d[2]:
+                            # we wrote it last but others have read it since: their
+                            # copies are invalidated (while dirty, nobody else has one)
+                            store = dwrite(okey, core)
+                m1 = (l1i if kind == CODE else l1).access(okey, L, None, ver, store)
+                m2 = l2.access(okey, L, m1, ver, store) if has_l2 else m1
+                if x:
+                    # the transferred lines are not LLC hits nor DRAM reads
+                    m3 = llc.access(okey, L, m2 - x, ver, store, cross)
+                    llc_hits += m2 - x - m3
+                    if kind != CODE:
+                        llcm += cross
+                else:
+                    m3 = llc.access(okey, L, m2, ver, store)
+                    llc_hits += m2 - m3
+                l2_hits += m1 - m2
+                dram += m3
+                if kind != CODE:
+                    touched += L
+                    l1m += m1
+                    llcl += m2
+                    llcm += m3
+            inv_mlp = self._inv_mlp
+            reload_s = ((l2_hits * self._l2_cyc + llc_hits * self._llc_cyc) * s_per_cyc
+                        + dram * self._dram_ns * 1e-9) * inv_mlp
+            if c2c_ns:
+                coher_s = c2c_ns * 1e-9 * inv_mlp
+                self.c2c_ns += c2c_ns
+            if dram > 0.0:
+                self.dram_lines += dram
+                if self._membus_on:
+                    q_ns = self.membus.access(self.cpu_socket[cpu], dram, now)
+                    contend_s = dram * q_ns * 1e-9 * inv_mlp
+            l1l = ins * self._lpi
+            if l1l < touched:
+                l1l = touched
+
+        n_ops = seg.contended_ops
+        if n_ops and self._contention:
+            spacing = (compute_s + reload_s + coher_s) / n_ops
+            stall, transfers, t_ns = self.lines.ops(seg.contended_line, cpu, n_ops, now, spacing)
+            contend_s += stall
+            if self._caches:
+                l1l += n_ops
+                l1m += transfers
+                llcl += transfers
+                if t_ns > self._ns_llc:
+                    llcm += transfers
+
+        dur = compute_s + reload_s + coher_s + contend_s
+        cycles = cyc + (reload_s + coher_s + contend_s) * ghz * 1e9
+        return (dur, cycles, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s, contend_s)
+
+    def _from_writer(self, d, core, my_llc, okey, L):
+        """Lines of ``okey`` modified by core d[0] that it still holds: returns
+        (lines transferred, latency ns, those of them from outside this LLC domain).
+        The writer's copy becomes shared (clean)."""
+        wcore = d[0]
+        ver = d[1]
+        topo = self.topology
+        wllc = topo.core_llc[wcore]
+        held = self.l2[wcore].warm(okey, L, ver)
+        d[2] = False
+        if wllc == my_llc:
+            x = held if held < L else L
+            self.c2c_lines += x
+            return x, topo.ns_llc, 0.0
+        h = self.llc[wllc].warm(okey, L, ver)
+        if h > held:
+            held = h
+        x = held if held < L else L
+        self.c2c_lines += x
+        return x, topo.core_transfer_ns(core, wcore), x
+
+    def switch_cost(self, cpu, prev_key, next_key):
+        return self._ctx_s
+
+    def wake_latency(self, cpu, idle_since, now):
+        if idle_since < 0.0:
+            return self._wake_busy_s
+        if now - idle_since >= self._deep_after_s:
+            return self._wake_idle_s
+        return self._wake_shallow_s
+
+    def futex_wake_cost(self):
+        return self._futex_s
+
+    def cpu_busy(self, cpu, now):
+        if self._busy[cpu]:
+            return
+        self._busy[cpu] = True
+        self._core_busy[self.cpu_core[cpu]] += 1
+        clock = self.clock
+        clock.cpu_busy(cpu, now)
+        if self.meter is not None:
+            self.meter.busy(cpu, now, clock.ghz(cpu, now))
+
+    def cpu_idle(self, cpu, now):
+        if not self._busy[cpu]:
+            return
+        self._busy[cpu] = False
+        self._core_busy[self.cpu_core[cpu]] -= 1
+        self.clock.cpu_idle(cpu, now)
+        if self.meter is not None:
+            self.meter.idle(cpu, now)
+
+    def _on_freq_change(self, cpu, t, ghz):
+        """DvfsController listener: a CPU's clock changed at ``t``."""
+        ctl = self.clock
+        if ctl.domains[ctl.cpu_domain[cpu]][0] == cpu:
+            self.freq_changes += 1  # count each domain change once
+        if self.meter is not None:
+            self.meter.freq_change(cpu, t, ghz)
+
+    def finish(self, now):
+        clock = self.clock
+        return {
+            "joules": float(self.meter.joules(now)) if self.meter is not None else 0.0,
+            "cpu_ghz": [clock.mean_ghz(c, now) for c in range(self.n_cpus)],
+            "freq_changes": self.freq_changes,
+        }
+
+    # ------------------------------------------------------------------ helpers
+    def busy_siblings(self, cpu: int) -> int:
+        """Busy hardware threads on ``cpu``'s core."""
+        return self._core_busy[self.cpu_core[cpu]]

@@ -1,0 +1,138 @@
+"""Coherence: topology latencies, the ownership directory, contended lines."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from models.coherence import ContendedLines, Directory, Topology
+from models.presets import Preset
+
+ZEN = Preset(name="test-zen", description="2 sockets x 8 cores x 2 threads, 2 CCX per socket",
+             sockets=2, cores_per_socket=8, threads_per_core=2, llc_domains_per_socket=2,
+             c2c_smt_ns=7.0, c2c_llc_ns=20.0, c2c_cross_llc_ns=90.0, c2c_socket_ns=150.0)
+QUAD = Preset(name="test-quad", description="4 cores, one LLC", cores_per_socket=4,
+              c2c_llc_ns=40.0)
+HIT = 4 / 3e9
+
+
+def test_cpu_numbering_siblings_adjacent():
+    t = Topology(ZEN)
+    assert t.n_cpus == 32 and t.n_cores == 16 and t.n_llc == 4
+    assert t.cpu_core[:4] == [0, 0, 1, 1]
+    assert t.cpu_socket[15] == 0 and t.cpu_socket[16] == 1
+    # 8 cores per socket in 2 CCX of 4 cores (8 hardware threads each)
+    assert t.cpu_llc[:8] == [0] * 8 and t.cpu_llc[8:16] == [1] * 8
+    assert t.cpu_llc[16] == 2 and t.cpu_llc[31] == 3
+
+
+def test_transfer_latency_by_relation():
+    t = Topology(ZEN)
+    assert t.transfer_ns(0, 0) == 0.0
+    assert t.transfer_ns(0, 1) == 7.0       # SMT sibling
+    assert t.transfer_ns(0, 2) == 20.0      # same CCX
+    assert t.transfer_ns(0, 8) == 90.0      # other CCX, same socket
+    assert t.transfer_ns(0, 16) == 150.0    # other socket
+
+
+def test_directory_versions_and_dirty_flag():
+    d = Directory()
+    assert d.entry("k") is None
+    v1 = d.write("k", 3)
+    assert d.entry("k") == [3, v1, True]
+    v2 = d.write("k", 5)
+    assert v2 > v1 and d.entry("k") == [5, v2, True]
+
+
+def test_directory_is_bounded():
+    d = Directory(max_entries=100)
+    for i in range(1000):
+        d.write(("task", i), 0)
+        assert len(d) <= 100
+    assert d.entry(("task", 999)) is not None and d.entry(("task", 0)) is None
+
+
+def test_lone_cpu_pays_only_l1_hits():
+    cl = ContendedLines(Topology(QUAD), hit_s=HIT)
+    total = 0.0
+    for i in range(100):
+        stall, transfers, _ = cl.ops("lock", 0, 10, i * 1e-6, 1e-8)
+        assert transfers == 0.0
+        total += stall
+    assert total == pytest.approx(1000 * HIT)
+
+
+def test_first_op_after_another_owner_is_a_transfer():
+    cl = ContendedLines(Topology(QUAD), hit_s=HIT)
+    cl.ops("c", 0, 1, 0.0, 0.0)
+    stall, transfers, t_ns = cl.ops("c", 1, 1, 1.0, 0.0)   # long after: no queueing
+    assert transfers == 1.0 and t_ns == 40.0
+    assert stall == pytest.approx(40e-9, rel=1e-6)
+    stall, transfers, _ = cl.ops("c", 1, 1, 2.0, 0.0)      # still the owner: a hit
+    assert transfers == 0.0 and stall == pytest.approx(HIT)
+
+
+def test_md1_wait_on_a_busy_line():
+    """Others keep the line busy at utilisation rho: a transfer costs t + rho t/(2(1-rho))."""
+    cl = ContendedLines(Topology(QUAD), hit_s=HIT, tau_s=100e-6)
+    t = 40e-9
+    # CPUs 1 and 2 ping-pong the line: 1500 transfers of 40 ns posted in a 100 us window
+    for i in range(1501):
+        cl.ops("c", 1 + i % 2, 1, 0.0, 0.0)
+    lam_o, rho = cl.others("c", 0, 0.0)
+    assert rho == pytest.approx(1500 * t / 100e-6)
+    stall, transfers, _ = cl.ops("c", 0, 1, 0.0, 0.0)
+    assert transfers == 1.0
+    assert stall == pytest.approx(t + rho * t / (2 * (1 - rho)), rel=1e-9)
+    # the utilisation estimate decays with tau
+    _, rho_later = cl.others("c", 0, 100e-6)
+    assert rho_later == pytest.approx(rho * math.exp(-1), rel=1e-9)
+
+
+def _run(n_cpus: int, rounds: int = 300, ops: int = 50, work_s: float = 33e-9):
+    """Segments of `ops` contended ops each, 4 per round; `n_cpus` = 4 runs them in
+    parallel (one per core), 1 runs them back to back. Returns (total stall, wall)."""
+    cl = ContendedLines(Topology(QUAD), hit_s=HIT)
+    now = total = 0.0
+    for _ in range(rounds):
+        durs = []
+        for c in range(4):
+            cpu = c if n_cpus == 4 else 0
+            start = now if n_cpus == 4 else now + sum(durs)
+            stall, _, _ = cl.ops("counter", cpu, ops, start, work_s / ops)
+            durs.append(work_s + stall)
+            total += stall
+        now += max(durs) if n_cpus == 4 else sum(durs)
+    return total, now
+
+
+def test_same_ops_on_four_cores_stall_more_and_finish_later_than_on_one():
+    stall4, wall4 = _run(4)
+    stall1, wall1 = _run(1)
+    assert stall4 > 20 * stall1
+    assert wall1 < wall4          # MODEL.md phenomenon 3: faster on fewer cores
+
+
+def test_contended_line_throughput_near_one_per_transfer():
+    """Dense ops from 4 cores: the line serves ~1/t ops per second, not 4x that."""
+    rounds, ops = 300, 50
+    _, wall = _run(4, rounds, ops)
+    rate = rounds * 4 * ops / wall
+    assert 0.8 / 40e-9 < rate < 1.5 / 40e-9
+
+
+def test_sparse_ops_rarely_transfer_after_the_first():
+    """Other cores touching the line rarely (once per ms): one transfer per segment."""
+    cl = ContendedLines(Topology(QUAD), hit_s=HIT)
+    for i in range(50):
+        cl.ops("q", i % 2, 1, i * 1e-3, 0.0)
+    _, transfers, _ = cl.ops("q", 0, 20, 0.0505, 1e-7)
+    assert 1.0 <= transfers < 1.01
+
+
+def test_lines_are_bounded():
+    cl = ContendedLines(Topology(QUAD), hit_s=HIT, max_lines=64)
+    for i in range(1000):
+        cl.ops(("lock", i), i % 4, 2, i * 1e-6, 1e-8)
+        assert len(cl.lines) <= 64
