@@ -55,28 +55,20 @@ import math
 
 
 class Topology:
-    """CPU numbering and pairwise line-transfer latency.
-
-    cpu = socket*cores_per_socket*threads_per_core + core_in_socket*threads_per_core + thread
-    (SMT siblings adjacent); LLC domains split a socket's cores evenly.
+    """CPU numbering (models.presets.cpu_topology: Linux's, SMT siblings cores apart)
+    and pairwise line-transfer latency; LLC domains split a socket's cores evenly.
     """
 
     def __init__(self, preset):
+        from models.presets import cpu_topology
+
         p = preset
         tpc = max(1, p.threads_per_core)
         cps = max(1, p.cores_per_socket)
         doms = max(1, p.llc_domains_per_socket)
-        cores_per_dom = max(1, math.ceil(cps / doms))
         self.n_cpus = p.sockets * cps * tpc
         self.n_cores = p.sockets * cps
-        self.cpu_core, self.cpu_llc, self.cpu_socket, self.cpu_thread = [], [], [], []
-        for s in range(p.sockets):
-            for c in range(cps):
-                for t in range(tpc):
-                    self.cpu_core.append(s * cps + c)
-                    self.cpu_llc.append(s * doms + min(doms - 1, c // cores_per_dom))
-                    self.cpu_socket.append(s)
-                    self.cpu_thread.append(t)
+        self.cpu_core, self.cpu_llc, self.cpu_socket, self.cpu_thread = cpu_topology(p)
         self.n_llc = p.sockets * doms
         self.core_llc = [0] * self.n_cores
         self.core_socket = [0] * self.n_cores

@@ -89,17 +89,18 @@ def _khz(ghz: float) -> int:
 def frequency_domains(preset) -> list[list[int]]:
     """CPUs sharing a clock, by ``preset.freq_domain`` ("core" or "package").
 
-    CPU numbering: cpu = socket*cores_per_socket*threads_per_core
-    + core_in_socket*threads_per_core + thread (SMT siblings adjacent). SMT
-    siblings always share their core's clock.
+    CPU numbering as models.presets.cpu_topology (Linux's). SMT siblings always
+    share their core's clock.
     """
-    tpc = preset.threads_per_core
-    cps = preset.cores_per_socket
+    from models.presets import cpu_topology
+
+    core, _llc, socket, _thread = cpu_topology(preset)
     if preset.freq_domain == "core":
-        return [[c * tpc + t for t in range(tpc)] for c in range(preset.sockets * cps)]
+        return [[cpu for cpu, k in enumerate(core) if k == c]
+                for c in range(preset.sockets * preset.cores_per_socket)]
     if preset.freq_domain == "package":
-        per = cps * tpc
-        return [[s * per + i for i in range(per)] for s in range(preset.sockets)]
+        return [[cpu for cpu, k in enumerate(socket) if k == s]
+                for s in range(preset.sockets)]
     raise ValueError(
         f"freq_domain: {preset.freq_domain!r} is not a frequency domain kind "
         "(expected 'core' or 'package')")

@@ -59,17 +59,21 @@ def static_power_w(preset, n_cpus: int | None = None) -> float:
 
 
 def _counts(preset, n_cpus: int) -> tuple[int, int]:
+    """Physical cores and sockets that the first ``n_cpus`` CPUs span (Linux
+    numbering, models.presets.cpu_topology); beyond the preset's CPUs, the extra
+    ones are counted as further SMT threads of its cores."""
     if n_cpus < 1:
         raise ValueError(f"n_cpus: {n_cpus} must be >= 1")
-    tpc = preset.threads_per_core
-    n_cores = -(-n_cpus // tpc)
-    n_sockets = -(-n_cores // preset.cores_per_socket)
-    return n_cores, n_sockets
+    from models.presets import cpu_topology
+
+    core, _llc, socket, _thread = cpu_topology(preset)
+    n = min(n_cpus, len(core))
+    return len(set(core[:n])), len(set(socket[:n]))
 
 
 class EnergyMeter:
     """Joules of a run. CPU numbering as in models.dvfs.frequency_domains
-    (siblings adjacent: core = cpu // threads_per_core).
+    (models.presets.cpu_topology: Linux's numbering).
 
     preset  a models.presets.Preset
     n_cpus  hardware threads simulated (usually preset.n_cpus)
@@ -80,7 +84,12 @@ class EnergyMeter:
         self.preset = preset
         self.n_cpus = preset.n_cpus if n_cpus is None else int(n_cpus)
         self.n_cores, self.n_sockets = _counts(preset, self.n_cpus)
-        self.tpc = preset.threads_per_core
+        from models.presets import cpu_topology
+
+        cores = cpu_topology(preset)[0]
+        # CPUs beyond the preset's (a meter for fewer CPUs) keep the same numbering.
+        self.core_of = [cores[c] if c < len(cores) else c % self.n_cores
+                        for c in range(self.n_cpus)]
         self.static_w = static_power_w(preset, self.n_cpus)
         self.t0 = float(start)
         self._busy = [False] * self.n_cpus
@@ -105,7 +114,7 @@ class EnergyMeter:
 
     def busy(self, cpu: int, now: float, ghz: float) -> None:
         """``cpu`` starts running at ``ghz``."""
-        core = cpu // self.tpc
+        core = self.core_of[cpu]
         self._close(core, now)
         if not self._busy[cpu]:
             self._busy[cpu] = True
@@ -117,7 +126,7 @@ class EnergyMeter:
         """``cpu`` stops running."""
         if not self._busy[cpu]:
             return
-        core = cpu // self.tpc
+        core = self.core_of[cpu]
         self._close(core, now)
         self._busy[cpu] = False
         self._nbusy[core] -= 1
@@ -126,7 +135,7 @@ class EnergyMeter:
 
     def freq_change(self, cpu: int, now: float, ghz: float) -> None:
         """The clock of ``cpu``'s core becomes ``ghz`` at ``now``."""
-        core = cpu // self.tpc
+        core = self.core_of[cpu]
         self._close(core, now)
         self._ghz[core] = ghz
         if self._nbusy[core]:

@@ -61,8 +61,8 @@ if idle, a shallow C-state (busy latency + cstate_shallow_exit_us, default
 cstate_deep_after_us (default 600 us: intel_idle's C6 target residency on
 Skylake), then wake_latency_idle_us; both knobs are read from preset.extra.
 
-CPU numbering: cpu = socket*cores_per_socket*threads_per_core +
-core_in_socket*threads_per_core + thread (SMT siblings adjacent).
+CPU numbering: models.presets.cpu_topology (Linux's: one thread of every core
+first, then the SMT siblings; cpu N's sibling is cpu N + cores).
 """
 
 from __future__ import annotations
@@ -316,8 +316,7 @@ class HardwareMachine:
             if dram > 0.0:
                 self.dram_lines += dram
                 if self._membus_on:
-                    q_ns = self.membus.access(self.cpu_socket[cpu], dram, now)
-                    contend_s = dram * q_ns * 1e-9 * inv_mlp
+                    contend_s = self.membus.access(self.cpu_socket[cpu], dram, now)
             l1l = ins * self._lpi
             if l1l < touched:
                 l1l = touched

@@ -3,25 +3,22 @@
 Model (MODEL.md "Memory bus and coherence contention")
 ------------------------------------------------------
 Each socket's memory controller sees the DRAM line fills of all its cores.
-We keep per socket an exponentially decaying estimate of the fill rate r
-(lines/s, time constant ``tau_s`` = 100 us; a segment's fills are posted at
-its start). Utilisation rho = r * line_bytes / (mem_bw_gbs * 1e9).
-
-Loaded latency, M/D/1 per channel (deterministic 64-byte bursts, Poisson
-arrivals, load spread evenly over ``mem_channels`` channels):
+Loaded latency below the bandwidth, M/D/1 per channel (deterministic 64-byte
+bursts, Poisson arrivals, load spread evenly over ``mem_channels`` channels):
 
     L = dram_ns + rho * S / (2 (1 - rho)),   S = line_bytes / (mem_bw_gbs / mem_channels) ns
 
-with rho capped at ``rho_cap`` = 0.98. When the demand exceeds the bandwidth
-(raw rho > 1) each requester gets the share d_i * B / sum(d) of its demand
-(``bandwidth_shares``), i.e. its memory time stretches by raw rho: we return
-L * max(1, rho_raw). Because slower segments post fewer fills per second, the
-estimate settles near the bandwidth.
+with rho capped at ``rho_cap`` = 0.98; at the bandwidth, requesters share it
+(``bandwidth_shares``: d_i * min(1, B / sum d)), which ``MemoryBus`` enforces
+with a reservation of bus time (see its docstring). A first version estimated
+rho from the fills *posted* and multiplied the latency by rho when above 1;
+a burst of long segments starting together then posted a "rate" dozens of
+times the bandwidth and slowed memory far below what the bus can deliver.
 
 Defaults come from the preset: ``dram_ns`` (idle latency, 80 ns, TinyMemBench
 figures), ``mem_bw_gbs`` (20 GB/s per socket), ``mem_channels`` (2), 64-byte
-lines. The latency a segment sees is computed from the rate *before* its own
-fills are added (its own burst does not queue behind itself).
+lines. The utilisation a segment sees is computed *before* its own fills are added
+(its own burst does not queue behind itself).
 """
 
 from __future__ import annotations
@@ -55,16 +52,33 @@ def loaded_latency_ns(rho_raw: float, dram_ns: float, service_ns: float,
 
 
 class MemoryBus:
-    """Per-socket decaying DRAM fill rate and the loaded latency it implies.
+    """Per-socket DRAM bus: the bandwidth cap, and the loaded latency below it.
 
-    preset   dram_ns, mem_bw_gbs (per socket), mem_channels, line_bytes
-    sockets  number of sockets
-    tau_s    time constant of the rate estimate (default 100 us)
+    Two mechanisms, both O(1) per segment:
+
+    * Bandwidth. The bus is a FIFO reservation of bus time: a segment fetching n
+      lines occupies it for n * line_bytes / bandwidth from max(now, free_at).
+      If that reservation ends after the segment's own latency-bound memory
+      time (n * idle latency / MLP), the difference is queueing delay. However
+      many cores stream at once, the socket never moves more than its bandwidth;
+      a lone thread (latency-bound) never waits.
+    * Loaded latency below the cap: M/D/1 per channel (MODEL.md) with the
+      utilisation rho of the bus time granted over the last ``tau_s`` (a decaying
+      sum of reservations), capped at ``rho_cap``; each line waits
+      rho * S / (2 (1 - rho)), overlapped by the MLP like the latency itself.
+
+    The segment pays the larger of the two (they are the same queue seen at two
+    time scales). Fills are posted when a segment starts, so within a burst of
+    simultaneous segments the first to start is served first (FIFO), which
+    keeps the total right and the order deterministic.
+
+    preset   dram_ns, mem_bw_gbs (per socket), mem_channels, line_bytes, mlp
+    tau_s    window of the utilisation estimate (default 100 us)
     rho_cap  utilisation cap for the M/D/1 wait (default 0.98)
     """
 
-    __slots__ = ("dram_ns", "service_ns", "lines_per_s_cap", "tau_s", "inv_tau", "rho_cap",
-                 "rate", "t_last", "lines_total")
+    __slots__ = ("dram_ns", "service_ns", "s_per_line", "inv_mlp", "tau_s", "inv_tau",
+                 "rho_cap", "util", "t_last", "free_at", "lines_total")
 
     def __init__(self, preset, sockets: int | None = None, tau_s: float = 100e-6,
                  rho_cap: float = 0.98):
@@ -72,44 +86,50 @@ class MemoryBus:
         bw = preset.mem_bw_gbs  # GB/s = bytes/ns
         self.dram_ns = preset.dram_ns
         self.service_ns = preset.line_bytes / (bw / max(1, preset.mem_channels))
-        self.lines_per_s_cap = bw * 1e9 / preset.line_bytes
+        self.s_per_line = preset.line_bytes / (bw * 1e9)
+        self.inv_mlp = 1.0 / preset.mlp
         self.tau_s = tau_s
         self.inv_tau = 1.0 / tau_s
         self.rho_cap = rho_cap
-        self.rate = [0.0] * n
+        self.util = [0.0] * n        # decaying sum of reserved bus time / tau
         self.t_last = [0.0] * n
+        self.free_at = [0.0] * n
         self.lines_total = [0.0] * n
 
     def rho(self, socket: int, now: float) -> float:
-        """Raw utilisation of ``socket``'s memory at ``now`` (can exceed 1)."""
+        """Utilisation of ``socket``'s bus over the recent past (1 while backlogged)."""
+        if self.free_at[socket] > now:
+            return 1.0
         dt = now - self.t_last[socket]
-        r = self.rate[socket]
+        u = self.util[socket]
         if dt > 0.0:
-            r *= math.exp(-dt * self.inv_tau)
-        return r / self.lines_per_s_cap
+            u *= math.exp(-dt * self.inv_tau)
+        return min(1.0, u)
 
     def latency_ns(self, socket: int, now: float) -> float:
         """Loaded latency (ns) a DRAM miss on ``socket`` sees at ``now``."""
-        return loaded_latency_ns(self.rho(socket, now), self.dram_ns, self.service_ns,
-                                 self.rho_cap)
+        rho = min(self.rho(socket, now), self.rho_cap)
+        return self.dram_ns + md1_wait(rho, self.service_ns)
 
     def access(self, socket: int, lines: float, now: float) -> float:
-        """Post ``lines`` DRAM fills at ``now``; returns the queueing delay per line (ns)
-        on top of the idle ``dram_ns`` (computed before these fills are added)."""
+        """Post ``lines`` DRAM fills at ``now``; returns the queueing delay (seconds,
+        already overlapped by the MLP) that they add to the segment."""
+        rho = self.rho(socket, now)
+        busy = lines * self.s_per_line
+        start = self.free_at[socket]
+        if start < now:
+            start = now
+        self.free_at[socket] = start + busy
+        mem_s = lines * self.dram_ns * 1e-9 * self.inv_mlp
+        bw_wait = start + busy - now - mem_s
+        if rho > self.rho_cap:
+            rho = self.rho_cap
+        md1 = lines * md1_wait(rho, self.service_ns) * 1e-9 * self.inv_mlp
         dt = now - self.t_last[socket]
-        r = self.rate[socket]
+        u = self.util[socket]
         if dt > 0.0:
-            r *= math.exp(-dt * self.inv_tau)
-        rho_raw = r / self.lines_per_s_cap
-        if rho_raw > 0.0:
-            rho = rho_raw if rho_raw < self.rho_cap else self.rho_cap
-            lat = self.dram_ns + rho * self.service_ns / (2.0 * (1.0 - rho))
-            if rho_raw > 1.0:
-                lat *= rho_raw
-            extra = lat - self.dram_ns
-        else:
-            extra = 0.0
-        self.rate[socket] = r + lines * self.inv_tau
+            u *= math.exp(-dt * self.inv_tau)
+        self.util[socket] = u + busy * self.inv_tau
         self.t_last[socket] = now
         self.lines_total[socket] += lines
-        return extra
+        return bw_wait if bw_wait > md1 else md1

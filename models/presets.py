@@ -445,6 +445,31 @@ def get_preset(name: str) -> Preset:
         raise KeyError(f"unknown preset {name!r}; known: {', '.join(sorted(PRESETS))}") from None
 
 
+def cpu_topology(preset: Preset) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Physical core, LLC domain, socket and SMT thread index of every CPU.
+
+    CPUs are numbered as Linux enumerates them on Intel and AMD machines: one
+    hardware thread of every core first (socket by socket), then the second
+    thread of every core, and so on: cpu = thread * (sockets * cores_per_socket)
+    + socket * cores_per_socket + core. So ``taskset -c 0-3`` (``server.cpus=4``)
+    means four distinct cores, and cpu N's SMT sibling is cpu N + cores. LLC
+    domains (CCXs) split a socket's cores evenly.
+    """
+    cps = max(1, preset.cores_per_socket)
+    doms = max(1, preset.llc_domains_per_socket)
+    per_dom = -(-cps // doms)
+    n_cores = preset.sockets * cps
+    core, llc, socket, thread = [], [], [], []
+    for t in range(max(1, preset.threads_per_core)):
+        for c in range(n_cores):
+            s, c_in = divmod(c, cps)
+            core.append(c)
+            llc.append(s * doms + min(doms - 1, c_in // per_dom))
+            socket.append(s)
+            thread.append(t)
+    return core, llc, socket, thread
+
+
 def nominal_ips(preset: Preset) -> float:
     """Instructions per second of one lone thread with warm caches at the top P-state:
     what a "microsecond of service" means on this preset."""

@@ -17,23 +17,29 @@ QUAD = Preset(name="test-quad", description="4 cores, one LLC", cores_per_socket
 HIT = 4 / 3e9
 
 
-def test_cpu_numbering_siblings_adjacent():
+def test_cpu_numbering_follows_linux():
     t = Topology(ZEN)
     assert t.n_cpus == 32 and t.n_cores == 16 and t.n_llc == 4
-    assert t.cpu_core[:4] == [0, 0, 1, 1]
-    assert t.cpu_socket[15] == 0 and t.cpu_socket[16] == 1
+    # one thread of every core first, then the SMT siblings: cpu N's sibling is N + 16
+    assert t.cpu_core[:4] == [0, 1, 2, 3]
+    assert t.cpu_core[16:20] == [0, 1, 2, 3]
+    assert t.cpu_thread[15] == 0 and t.cpu_thread[16] == 1
+    assert t.cpu_socket[7] == 0 and t.cpu_socket[8] == 1
+    assert t.cpu_socket[23] == 0 and t.cpu_socket[24] == 1
     # 8 cores per socket in 2 CCX of 4 cores (8 hardware threads each)
-    assert t.cpu_llc[:8] == [0] * 8 and t.cpu_llc[8:16] == [1] * 8
-    assert t.cpu_llc[16] == 2 and t.cpu_llc[31] == 3
+    assert t.cpu_llc[:4] == [0] * 4 and t.cpu_llc[16:20] == [0] * 4
+    assert t.cpu_llc[4:8] == [1] * 4 and t.cpu_llc[20:24] == [1] * 4
+    assert t.cpu_llc[8] == 2 and t.cpu_llc[15] == 3
+    assert t.cpu_llc[24] == 2 and t.cpu_llc[31] == 3
 
 
 def test_transfer_latency_by_relation():
     t = Topology(ZEN)
     assert t.transfer_ns(0, 0) == 0.0
-    assert t.transfer_ns(0, 1) == 7.0       # SMT sibling
-    assert t.transfer_ns(0, 2) == 20.0      # same CCX
-    assert t.transfer_ns(0, 8) == 90.0      # other CCX, same socket
-    assert t.transfer_ns(0, 16) == 150.0    # other socket
+    assert t.transfer_ns(0, 16) == 7.0      # SMT sibling
+    assert t.transfer_ns(0, 1) == 20.0      # same CCX
+    assert t.transfer_ns(0, 4) == 90.0      # other CCX, same socket
+    assert t.transfer_ns(0, 8) == 150.0     # other socket
 
 
 def test_directory_versions_and_dirty_flag():

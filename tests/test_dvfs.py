@@ -246,11 +246,12 @@ def test_frequency_domains():
     assert frequency_domains(IVB) == [list(range(8))]                  # package
     srv = get_preset("server-2015")                                    # 2 x 12C x 2T, per core
     doms = frequency_domains(srv)
-    assert len(doms) == 24 and doms[0] == [0, 1] and doms[23] == [46, 47]
+    # Linux numbering: cpu N's sibling is N + 24 (one thread of every core first)
+    assert len(doms) == 24 and doms[0] == [0, 24] and doms[23] == [23, 47]
     assert frequency_domains(with_overrides(srv, freq_domain="package")) == [
-        list(range(24)), list(range(24, 48))]
-    t1 = get_preset("t1000")
-    assert frequency_domains(with_overrides(t1, freq_domain="core"))[1] == [4, 5, 6, 7]
+        list(range(12)) + list(range(24, 36)), list(range(12, 24)) + list(range(36, 48))]
+    t1 = get_preset("t1000")                                           # 8C x 4T
+    assert frequency_domains(with_overrides(t1, freq_domain="core"))[1] == [1, 9, 17, 25]
 
 
 # ---------------------------------------------------------------- controller

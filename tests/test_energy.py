@@ -11,7 +11,8 @@ from models.dvfs import DvfsController
 from models.energy import EnergyMeter, dynamic_power_w, static_power_w, voltage
 from models.presets import Preset, get_preset, with_overrides
 
-# 1 socket x 2 cores x 2 threads; static 2*1 + 5 = 7 W; dynamic 10 W per core at 2 GHz
+# 1 socket x 2 cores x 2 threads; static 2*1 + 5 = 7 W; dynamic 10 W per core at 2 GHz.
+# Linux numbering: cpu 0,2 = core 0; cpu 1,3 = core 1 (sibling of cpu N is N + 2).
 SMT2 = Preset(
     name="smt2", description="test machine", sources=("test",),
     cores_per_socket=2, threads_per_core=2, pstates_ghz=(1.0, 2.0),
@@ -43,16 +44,16 @@ def test_voltage_tops_out_at_turbo_whatever_the_turbo_switch():
 def test_hand_trace_with_smt_counted_once():
     m = EnergyMeter(SMT2, 4)
     m.busy(0, 0.0, 2.0)          # core 0
-    m.busy(1, 0.5, 2.0)          # sibling on core 0: core already busy
+    m.busy(2, 0.5, 2.0)          # sibling on core 0: core already busy
     m.idle(0, 1.0)
-    m.idle(1, 1.5)               # core 0 busy 0..1.5 at 10 W = 15 J
-    m.busy(2, 0.0, 1.0)          # core 1: 1 s at 2.2222 W, then 1 s at 10 W
-    m.freq_change(2, 1.0, 2.0)
+    m.idle(2, 1.5)               # core 0 busy 0..1.5 at 10 W = 15 J
+    m.busy(1, 0.0, 1.0)          # core 1: 1 s at 2.2222 W, then 1 s at 10 W
+    m.freq_change(1, 1.0, 2.0)
     p1 = 10 * (0.8 / 1.2) ** 2 * 0.5
     assert m.dynamic_joules(2.0) == pytest.approx(15.0 + p1 + 10.0)
     assert m.joules(2.0) == pytest.approx(7.0 * 2 + 15.0 + p1 + 10.0)
     assert m.watts() == pytest.approx(7.0 + 10.0)
-    m.idle(2, 2.0)
+    m.idle(1, 2.0)
     assert m.finish(4.0)["joules"] == pytest.approx(7.0 * 4 + 15.0 + p1 + 10.0)
 
 
@@ -119,10 +120,10 @@ def test_energy_at_least_static_and_matches_reference(trace):
     for dt, kind, cpu, ghz in trace:
         # reference: integrate the state held since the last event
         for core in (0, 1):
-            if busy[2 * core] or busy[2 * core + 1]:
+            if busy[core] or busy[core + 2]:        # the core's two threads
                 ref += dynamic_power_w(SMT2, core_ghz[core]) * dt
         t += dt
-        core = cpu // 2
+        core = cpu % 2
         if kind == "busy":
             m.busy(cpu, t, ghz)
             busy[cpu] = True

@@ -38,8 +38,8 @@ ALL_OFF = dict.fromkeys(EFFECTS, False)
 # Deterministic physics: no governor, no energy bookkeeping.
 FIXED = {"dvfs": False, "energy": False}
 
-# 1 socket, 4 cores x 2 threads, 2 LLC domains of 2 cores: cpu 0,1 = core 0; 2,3 = core 1
-# (LLC 0); 4,5 = core 2; 6,7 = core 3 (LLC 1).
+# 1 socket, 4 cores x 2 threads, 2 LLC domains of 2 cores; Linux numbering (sibling of
+# cpu N is N + 4): cpu 0,4 = core 0; 1,5 = core 1 (LLC 0); 2,6 = core 2; 3,7 = core 3 (LLC 1).
 TEST = Preset(
     name="test-2ccx", description="test machine", sockets=1, cores_per_socket=4,
     threads_per_core=2, llc_domains_per_socket=2, pstates_ghz=(1.0, 2.0, 3.0),
@@ -68,8 +68,8 @@ def test_implements_every_protocol_member():
 def test_topology_and_nominal_ips():
     m = HardwareMachine(TEST)
     assert m.n_cpus == 8
-    assert list(m.cpu_core) == [0, 0, 1, 1, 2, 2, 3, 3]
-    assert list(m.cpu_llc) == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert list(m.cpu_core) == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert list(m.cpu_llc) == [0, 0, 1, 1, 0, 0, 1, 1]
     assert list(m.cpu_socket) == [0] * 8
     assert m.nominal_ips == 1.0 * 3.0e9
 
@@ -165,9 +165,9 @@ def _producer_consumer(cpu, task_lines, thread_lines=0.0, code_lines=0.0, ins=1e
 def test_consumer_on_another_core_costs_more_than_on_the_producing_core(task, thread, code,
                                                                          ins):
     _, same = _producer_consumer(0, task, thread, code, ins)
-    _, sib = _producer_consumer(1, task, thread, code, ins)
-    _, other = _producer_consumer(2, task, thread, code, ins)     # same LLC domain
-    _, far = _producer_consumer(4, task, thread, code, ins)       # other LLC domain
+    _, sib = _producer_consumer(4, task, thread, code, ins)       # SMT sibling of cpu 0
+    _, other = _producer_consumer(1, task, thread, code, ins)     # same LLC domain
+    _, far = _producer_consumer(2, task, thread, code, ins)       # other LLC domain
     # the SMT sibling shares the core's L1/L2: exactly the producing core's cost
     assert sib == same
     for c in (other, far):
@@ -191,32 +191,32 @@ def test_chips_without_private_l2_send_l1_misses_to_the_llc():
 
 
 def test_lines_held_by_the_writer_are_core_to_core_transfers():
-    m, c = _producer_consumer(2, 100)
+    m, c = _producer_consumer(1, 100)
     # all 100 lines still in core 0's L2: 100 transfers at 40 ns, overlapped by mlp 2
     assert c[C_COHER] == pytest.approx(100 * 40e-9 / 2.0, rel=1e-3)
     assert c[C_LLCM] == pytest.approx(0.0, abs=1e-6)   # a snoop inside the LLC domain hits
     assert m.c2c_lines == pytest.approx(100, rel=1e-3)
-    _, far = _producer_consumer(4, 100)
+    _, far = _producer_consumer(2, 100)
     assert far[C_COHER] == pytest.approx(100 * 100e-9 / 2.0, rel=1e-3)
     assert far[C_LLCM] == pytest.approx(100, rel=1e-3)  # from another L3: an LLC miss
     # without the coherence effect the same read is plain misses (here: DRAM)
-    _, plain = _producer_consumer(2, 100, coherence=False)
+    _, plain = _producer_consumer(1, 100, coherence=False)
     assert plain[C_COHER] == 0.0 and plain[C_RELOAD] > 0.0
 
 
 def test_lines_read_once_are_shared_afterwards():
-    m, first = _producer_consumer(2, 100)
-    again = m.execute(2, Segment(0, (Footprint(TASK, 1, 100),)), "consumer", 1e-3)
+    m, first = _producer_consumer(1, 100)
+    again = m.execute(1, Segment(0, (Footprint(TASK, 1, 100),)), "consumer", 1e-3)
     assert again[C_COHER] == 0.0 and again[C_L1M] < 1.0   # now warm and valid here
     # a third core gets them from the shared LLC, not from core 0 (no longer dirty)
-    third = m.execute(6, Segment(0, (Footprint(TASK, 1, 100),)), "x", 2e-3)
+    third = m.execute(3, Segment(0, (Footprint(TASK, 1, 100),)), "x", 2e-3)
     assert third[C_COHER] == 0.0
 
 
 def test_a_write_invalidates_other_copies():
-    m, _ = _producer_consumer(2, 100)
+    m, _ = _producer_consumer(1, 100)
     m.execute(0, Segment(0, (Footprint(TASK, 1, 100, True),)), "producer", 1e-3)
-    c = m.execute(2, Segment(0, (Footprint(TASK, 1, 100),)), "consumer", 2e-3)
+    c = m.execute(1, Segment(0, (Footprint(TASK, 1, 100),)), "consumer", 2e-3)
     assert c[C_COHER] > 0.0 and c[C_L1M] == pytest.approx(100)
 
 
@@ -245,7 +245,7 @@ def test_migration_leaves_private_state_behind():
     seg = Segment(1e4, (Footprint(THREAD, None, 200, True),))
     m.execute(0, seg, "A", 0.0)
     home = m.execute(0, seg, "A", 1e-4)
-    moved = m.execute(2, seg, "A", 2e-4)     # the stack is dirty in core 0's L2
+    moved = m.execute(1, seg, "A", 2e-4)     # the stack is dirty in core 0's L2
     assert moved[C_DUR] > home[C_DUR] and moved[C_COHER] > 0.0
 
 
@@ -265,7 +265,7 @@ def test_contended_ops_on_four_cores_stall_more_than_on_one():
             now += max(durs) if len(cpus) > 1 else sum(durs)
         return stall, now
 
-    stall4, wall4 = run([0, 2, 4, 6])
+    stall4, wall4 = run([0, 1, 2, 3])
     stall1, wall1 = run([0])
     assert stall4 > 10 * stall1
     assert wall1 < wall4
@@ -285,10 +285,10 @@ def test_memory_bus_load_raises_dram_latency():
             now += last[C_DUR]
         return last
 
-    busy = stream([0, 2, 4, 6])
+    busy = stream([0, 1, 2, 3])
     alone = stream([0])
     assert busy[C_CONTEND] > alone[C_CONTEND] > 0.0
-    assert stream([0, 2, 4, 6], membus=False)[C_CONTEND] == 0.0
+    assert stream([0, 1, 2, 3], membus=False)[C_CONTEND] == 0.0
 
 
 def test_dram_time_does_not_scale_with_the_clock_but_cache_hits_do():

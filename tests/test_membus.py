@@ -57,33 +57,56 @@ def test_service_time_from_channel_bandwidth():
     assert bus.latency_ns(0, 0.0) == 80.0
 
 
-def test_steady_stream_gives_its_utilisation_and_latency():
+def test_steady_stream_gives_its_utilisation_and_md1_latency():
     """Post 100 lines every 1 us (6.4 GB/s = rho 0.32 of 20 GB/s) for 1 ms: the decaying
-    estimate sampled just before a post is rate * (dt/tau) e^-dt/tau / (1 - e^-dt/tau)."""
+    utilisation sampled just before a post is u * (dt/tau) e^-dt/tau / (1 - e^-dt/tau),
+    and the segment waits lines * M/D/1(rho) / MLP (the bus is far from its cap)."""
     bus = MemoryBus(P, tau_s=100e-6)
     dt = 1e-6
     for i in range(1000):
         extra = bus.access(0, 100, i * dt)
     x = dt / 100e-6
     rho = 100 / dt * 64 / 20e9 * x * math.exp(-x) / (1 - math.exp(-x))
-    # the last access saw the rate just before its own post...
-    assert extra == pytest.approx(md1_wait(rho, S_NS), rel=2e-3)
-    # ...and its 100 lines then raised the estimate by 100 / tau lines/s
-    assert bus.rho(0, 999 * dt) == pytest.approx(rho + 100 / 100e-6 * 64 / 20e9, rel=1e-3)
+    assert extra == pytest.approx(100 * md1_wait(rho, S_NS) * 1e-9 / P.mlp, rel=2e-3)
     # the other socket's bus is idle
     assert bus.access(1, 100, 1e-3) == 0.0
 
 
-def test_rate_decays_when_the_stream_stops():
+def test_utilisation_decays_when_the_stream_stops():
     bus = MemoryBus(P, tau_s=100e-6)
-    bus.access(0, 10000, 0.0)
-    r0 = bus.rho(0, 0.0)
-    assert r0 > 0
-    assert bus.rho(0, 100e-6) == pytest.approx(r0 * math.exp(-1))
+    bus.access(0, 100, 0.0)
+    r0 = bus.rho(0, 1e-6)
+    assert 0 < r0 < 1
+    assert bus.rho(0, 101e-6) == pytest.approx(r0 * math.exp(-1))
     assert bus.latency_ns(0, 10e-3) == pytest.approx(80.0, abs=1e-9)
 
 
 def test_own_burst_does_not_queue_behind_itself():
     bus = MemoryBus(P)
-    assert bus.access(0, 1e6, 0.0) == 0.0        # first burst on an idle bus
-    assert bus.access(0, 1, 0.0) > 0.0           # the next request sees the load
+    assert bus.access(0, 1e4, 0.0) == 0.0        # first burst on an idle bus
+    assert bus.access(0, 1, 1e-9) > 0.0          # the next request sees the load
+
+
+@settings(max_examples=100, deadline=None)
+@given(n=st.integers(1, 64), lines=st.floats(1e3, 1e6))
+def test_simultaneous_bursts_never_beat_the_bandwidth(n, lines):
+    """n cores each fetch ``lines`` at t=0: the last of them cannot be done before
+    the bus has moved all n * lines lines at its bandwidth, and none waits for more."""
+    bus = MemoryBus(P)
+    mem_s = lines * P.dram_ns * 1e-9 / P.mlp
+    ends = [mem_s + bus.access(0, lines, 0.0) for _ in range(n)]
+    total_s = n * lines * 64 / 20e9
+    assert max(ends) >= total_s * (1 - 1e-9)
+    assert max(ends) <= max(total_s, mem_s) + mem_s * 10   # no runaway multiplier
+
+
+def test_a_lone_latency_bound_stream_never_waits_for_bandwidth():
+    """One thread fetching one segment after another is latency-bound (80 ns / MLP per
+    line >> 3.2 ns of bus time): it sees only the small M/D/1 term of its own load."""
+    bus = MemoryBus(P)
+    t = 0.0
+    lines = 10_000
+    for _ in range(200):
+        wait = bus.access(0, lines, t)
+        assert wait < lines * 0.1 * P.dram_ns * 1e-9     # < 10% of the memory time
+        t += lines * P.dram_ns * 1e-9 / P.mlp + wait

@@ -52,16 +52,16 @@ def test_two_busy_siblings_each_get_s2():
     lone = 1e6 / 2.0 / 2e9
     m.cpu_busy(0, 0.0)
     assert _compute(m, 0) == pytest.approx(lone)
-    m.cpu_busy(1, 0.0)                       # sibling of CPU 0
+    m.cpu_busy(2, 0.0)                       # sibling of CPU 0 (cpu + n_cores)
     assert _compute(m, 0) == pytest.approx(lone / smt_speed(2, BIG))
-    assert _compute(m, 1) == pytest.approx(lone / smt_speed(2, BIG))
-    m.cpu_busy(2, 0.0)                       # another core: no effect on core 0
+    assert _compute(m, 2) == pytest.approx(lone / smt_speed(2, BIG))
+    m.cpu_busy(1, 0.0)                       # another core: no effect on core 0
     assert _compute(m, 0) == pytest.approx(lone / smt_speed(2, BIG))
-    m.cpu_idle(1, 1.0)
+    m.cpu_idle(2, 1.0)
     assert _compute(m, 0) == pytest.approx(lone)
     # a CPU not marked busy counts itself: its busy sibling still shares the core
     m.cpu_idle(0, 1.0)
-    m.cpu_busy(1, 1.0)
+    m.cpu_busy(2, 1.0)
     assert _compute(m, 0) == pytest.approx(lone / smt_speed(2, BIG))
 
 
@@ -69,5 +69,5 @@ def test_smt_effect_off_ignores_siblings():
     eff = dict(ONLY_SMT, smt=False)
     m = HardwareMachine(SMT2, effects=eff)
     m.cpu_busy(0, 0.0)
-    m.cpu_busy(1, 0.0)
+    m.cpu_busy(2, 0.0)                       # sibling of CPU 0
     assert _compute(m, 0) == pytest.approx(1e6 / 2.0 / 2e9)
