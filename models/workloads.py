@@ -29,17 +29,41 @@ SATURATING_DEPTH = 8   # pipelined requests kept in flight per saturating connec
 
 
 class Connection:
-    __slots__ = ("data", "id", "inbox", "owner")
+    """A client connection: the requests that have arrived on it and not yet been
+    taken by the server. A *serial* connection (HTTP/1.1, pipelined or not) hands
+    the server one request at a time: the next is readable only once the previous
+    has been handled, and the strategy hears of it then (``on_arrival``)."""
 
-    def __init__(self, cid: int):
+    __slots__ = ("busy", "data", "id", "inbox", "owner", "serial")
+
+    def __init__(self, cid: int, serial: bool = False):
         self.id = cid
         self.inbox: deque[Request] = deque()
         self.owner = None     # the strategy may pin a connection to a loop or thread
         self.data = None
+        self.serial = serial
+        self.busy = False     # serial: a request of this connection is being handled
 
     def take(self) -> Request | None:
-        inbox = self.inbox
-        return inbox.popleft() if inbox else None
+        """The next request to produce, or None (nothing arrived, or busy)."""
+        if self.busy or not self.inbox:
+            return None
+        if self.serial:
+            self.busy = True
+        return self.inbox.popleft()
+
+
+def notify_after_append(conn: Connection, req: Request) -> bool:
+    """Queue ``req`` on ``conn``; should the strategy be told? Each notification
+    stands for exactly one request that ``take`` will return: every arrival on an
+    ordinary connection; on a serial one, only an arrival that makes an idle,
+    empty connection readable (the rest are announced one by one as the
+    connection is released)."""
+    inbox = conn.inbox
+    inbox.append(req)
+    if conn.serial:
+        return not conn.busy and len(inbox) == 1
+    return True
 
 
 def work_ips(ctx) -> float:
@@ -84,6 +108,10 @@ class RequestFactory:
             common.append(Footprint(SHARED, "shared", shared_lines, True))
         self.common = tuple(common)
         self.parse_common = tuple(f for f in common if f.kind != SHARED)
+        # Per-connection state (parser, channel, buffers): reused by every request of
+        # the connection and written by whoever produces or consumes it.
+        self.conn_lines = work.conn_kib * 1024 / LINE
+        self.conn_fp: dict[int, tuple] = {}
         self.contended_ops = round(work.contended_ops)
         self.invocation = work.invocation
         self.next_id = 0
@@ -95,10 +123,17 @@ class RequestFactory:
         req = Request(rid, now, s, conn)
         req.invocation = self.invocation
         task = (Footprint(TASK, rid, self.task_lines, True),) if self.task_lines else ()
+        cstate = ()
+        if self.conn_lines:
+            cstate = self.conn_fp.get(conn)
+            if cstate is None:
+                cstate = self.conn_fp[conn] = (
+                    Footprint(SHARED, ("conn", conn), self.conn_lines, True),)
         if self.produce_ins:
-            req.produce = Segment(self.produce_ins, task + self.parse_common, label="produce")
+            req.produce = Segment(self.produce_ins, task + cstate + self.parse_common,
+                                  label="produce")
             task = (Footprint(TASK, rid, self.task_lines, False),) if self.task_lines else ()
-        req.consume = Segment(s * self.ips, task + self.common, self.contended_ops,
+        req.consume = Segment(s * self.ips, task + cstate + self.common, self.contended_ops,
                               "contended" if self.contended_ops else None,
                               self.backend() if self.backend else 0.0, "consume")
         return req
@@ -111,8 +146,10 @@ class Workload:
         self.ctx = ctx
         self.env = ctx.env
         self.factory = RequestFactory(ctx)
-        self.connections = [Connection(i) for i in range(n_connections)]
-        if type(self).finished is Workload.finished:
+        wl = ctx.cfg.workload
+        self.serial = wl.serial if wl.serial is not None else wl.kind == "saturating"
+        self.connections = [Connection(i, self.serial) for i in range(n_connections)]
+        if type(self).finished is Workload.finished and not self.serial:
             self.finished = ctx.recorder.complete   # one call fewer per request
 
     def start(self) -> None:
@@ -122,12 +159,21 @@ class Workload:
         """A request reaches the server: it is in the system from now on."""
         ctx = self.ctx
         ctx.recorder.arrive(req)
-        conn.inbox.append(req)
-        ctx.strategy.on_arrival(conn)
+        if notify_after_append(conn, req):
+            ctx.strategy.on_arrival(conn)
 
     def finished(self, req: Request, thread) -> None:
         """The server handled ``req`` (called through ctx.done)."""
         self.ctx.recorder.complete(req)
+        self.release(req)
+
+    def release(self, req: Request) -> None:
+        """A serial connection may hand over its next request."""
+        if self.serial:
+            conn = self.connections[req.conn]
+            conn.busy = False
+            if conn.inbox:
+                self.ctx.strategy.on_arrival(conn)
 
 
 class OpenLoop(Workload):
@@ -199,8 +245,8 @@ class OpenLoop(Workload):
         c = self.connections[int(self.pick())] if self.pick else self.connections[0]
         req = self.make(t, c.id)
         self.arrive(req)
-        c.inbox.append(req)
-        self.on_arrival(c)
+        if notify_after_append(c, req):
+            self.on_arrival(c)
 
     def catch_up(self, now: float) -> None:
         """Deliver every arrival due by ``now`` that had no event of its own."""
@@ -287,6 +333,7 @@ class ClosedLoop(Workload):
     def finished(self, req: Request, thread) -> None:
         self.ctx.recorder.complete(req)
         conn = self.connections[req.conn]
+        self.release(req)
         self._later(self.think() if self.think else 0.0, conn)
 
 
@@ -360,11 +407,12 @@ class Stream(Workload):
             self.in_flight += 1
             fp = (Footprint(TASK, req.id, self.msg_lines, True),) if self.msg_lines else ()
             yield t.run(Segment(self.prod_ins, fp, label="publish"), req)
-            conn.inbox.append(req)
-            self.ctx.strategy.on_arrival(conn)
+            if notify_after_append(conn, req):
+                self.ctx.strategy.on_arrival(conn)
 
     def finished(self, req: Request, thread) -> None:
         """The server handled the message: hand it to a consumer."""
+        self.release(req)
         self.cons_queue.append(req)
         if self.cons_idle:
             self.ctx.kernel.wake(self.cons_idle.pop(), thread)

@@ -65,6 +65,10 @@ class ServiceShape(Strict):
     service_us: Pos = 100.0
     service_cv: Pos = 1.0                    # lognormal only
     service_values_us: list[Pos] | None = None   # empirical only
+    # A connection hands the server one request at a time (HTTP/1.1): the next is
+    # readable once the previous has been handled. Default: on for saturating
+    # (pipelined) connections, off for the others.
+    serial: bool | None = None
 
     @model_validator(mode="after")
     def _empirical_needs_values(self):
@@ -150,6 +154,8 @@ class WorkCfg(Strict):
     thread_kib: NonNeg = 0.0       # private state the handling thread touches
     code_kib: NonNeg = 0.0         # code and read-mostly data per request
     shared_kib: NonNeg = 0.0       # shared structures every request touches
+    conn_kib: NonNeg = 0.0         # per-connection state (parser, buffers) every request
+                                   # of the connection reads and writes
     contended_ops: NonNeg = 0.0    # read-modify-writes on one contended line per request
     backend_us: NonNeg = 0.0       # blocking call inside the handler (exponential mean)
     invocation: Literal["BLOCKING", "NON_BLOCKING", "EITHER"] = "BLOCKING"

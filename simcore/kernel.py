@@ -106,6 +106,8 @@ class Thread:
     __slots__ = (
         "allowed",
         "allowed_set",
+        "run_since",
+        "timed_out",
         "cont",
         "cpu",
         "cs",
@@ -156,6 +158,8 @@ class Thread:
         self.seg_cost = None
         self.proc = None
         self.data = None              # free slot for the strategy
+        self.run_since = 0.0          # when it got its CPU (its time slice counts from here)
+        self.timed_out = False        # the last park(timeout) ended by its timeout
 
     # -- the three calls a strategy makes -------------------------------------------------
 
@@ -261,13 +265,17 @@ class Thread:
         self.kernel._run_chunk(self)
         return done
 
-    def park(self) -> Event:
-        """Sleep (futex wait) until someone calls kernel.wake(thread)."""
+    def park(self, timeout: float | None = None) -> Event:
+        """Sleep (futex wait) until someone calls kernel.wake(thread), or, with a
+        ``timeout`` (seconds), until it expires (``thread.timed_out`` tells which)."""
         k = self.kernel
         ev = Event(k.env)
         self.wait_ev = ev
         self.cont = None
+        self.timed_out = False
         k._leave_cpu(self, PARKED)
+        if timeout is not None:
+            k.env.timeout(timeout).callbacks.append(lambda _e: k._park_timeout(self, ev))
         return ev
 
     def block(self, seconds: float) -> Event:
@@ -373,6 +381,11 @@ class Kernel:
             self.runqueue_max = max(self.runqueue_max, len(cpu.rq))
         return True
 
+    def _park_timeout(self, t: Thread, ev: Event) -> None:
+        if t.wait_ev is ev and t.state is PARKED:    # still in that same park
+            t.timed_out = True
+            self.wake(t)
+
     def _select_cpu(self, t: Thread, waker_cpu: Cpu | None) -> Cpu:
         cpus = self.cpus
         prev = t.last_cpu
@@ -429,6 +442,7 @@ class Kernel:
             t.migrations += 1
         t.cpu = cpu
         t.state = RUNNING
+        t.run_since = now + delay
         if self.trace is not None:
             self.trace.append((now, cpu.id, t.tid, "dispatch", "", delay, -1))
         if t.cont is not None:
@@ -539,11 +553,23 @@ class Kernel:
         return max(self.min_granularity, self.sched_latency / (1 + len(cpu.rq)))
 
     def _run_chunk(self, t: Thread) -> None:
+        """Run the next chunk of ``t``'s segment: all of it if nobody waits for the CPU
+        (split at slice_max), else what is left of its time slice, which counts
+        from its dispatch across segments; a thread whose slice is used up while
+        others wait is preempted here, at a segment or chunk boundary."""
         remaining, block_s, total, cost, label, rid = t.cont
         cpu = t.cpu
         now = self.env.now
-        chunk = min(remaining, self._slice(cpu)) if (cpu.rq or remaining > self.slice_max) \
-            else remaining
+        if cpu.rq:
+            budget = t.run_since + self._slice(cpu) - now
+            if budget <= 0.0:
+                self._preempt(t)
+                return
+            chunk = remaining if remaining < budget else budget
+        elif remaining > self.slice_max:
+            chunk = self.slice_max
+        else:
+            chunk = remaining
         t._credit(cost, total, chunk / total if total > 0 else 1.0, now, chunk)
         cpu.busy_s += chunk
         cpu.chunk_t0 = now
@@ -553,18 +579,25 @@ class Kernel:
         t.cont = (remaining - chunk, block_s, total, cost, label, rid)
         self.env.timeout(chunk).callbacks.append(lambda _e: self._chunk_end(t))
 
+    def _preempt(self, t: Thread) -> None:
+        """Involuntary switch: ``t`` goes to the back of the run queue, or straight to
+        an idle CPU it may use (the idle balancer's pull, without waiting a tick)."""
+        cpu = t.cpu
+        self._leave_cpu(t, RUNNABLE)      # hands the CPU to the head of its queue
+        t.rq_since = self.env.now
+        if self.n_idle:
+            for cid in t.allowed:
+                c = self.cpus[cid]
+                if c.current is None:
+                    self._dispatch(c, t, from_idle=True)
+                    return
+        cpu.rq.append(t)
+        self.n_queued += 1
+
     def _chunk_end(self, t: Thread) -> None:
         remaining, block_s = t.cont[0], t.cont[1]
         if remaining > 1e-15:
-            if t.cpu.rq:               # slice over and someone waits: preempt
-                cpu = t.cpu
-                self._leave_cpu(t, RUNNABLE)
-                t.rq_since = self.env.now
-                cpu.rq.append(t)
-                self.n_queued += 1
-                # _leave_cpu handed the CPU to the head of the queue already
-            else:
-                self._run_chunk(t)
+            self._run_chunk(t)
             return
         t.cont = None
         if block_s:

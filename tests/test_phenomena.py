@@ -23,3 +23,23 @@ def test_throughput_machine_loses_on_one_job_and_wins_on_many():
 
     assert makespan("t1000", 1) > 2 * makespan("core2-quad", 1)
     assert makespan("core2-quad", 64) > 1.5 * makespan("t1000", 64)
+
+
+def test_pipeline_dispatching_each_request_is_a_parallel_slowdown():
+    """Phenomenon 1 (the Jetty 9 milestone): on one pipelined connection, handing each
+    parsed request to a pool thread (pec) instead of consuming it on the producing
+    thread (pc) is slower, runs at lower IPC, loads the LLC several times more per
+    request, spreads over more CPUs, and under ondemand clocks the CPUs lower."""
+    pc = run("pipeline", {"strategy.name": "pc"}, requests=8000)
+    pec = run("pipeline", {"strategy.name": "pec"}, requests=8000)
+    assert pc["throughput_rps"] > 1.5 * pec["throughput_rps"]
+    assert pec["ipc"] < 0.97 * pc["ipc"]
+    per_req = lambda r: r["llc_loads"] / r["requests"]  # noqa: E731
+    assert per_req(pec) > 2 * per_req(pc)
+    busy = lambda r: sum(u > 0.05 for u in r["cpu_utilization"])  # noqa: E731
+    assert busy(pc) == 1 and busy(pec) >= 2
+    assert pec["ghz"] < 0.9 * pc["ghz"]
+    # The slowdown is hand-off and cache cost: dispatch and coherence appear in the
+    # breakdown of pec and not of pc.
+    assert pec["breakdown_us"]["dispatch"] > 5 and pc["breakdown_us"]["dispatch"] < 0.5
+    assert pec["breakdown_us"]["coherence"] > 1 and pc["breakdown_us"]["coherence"] == 0
