@@ -358,6 +358,10 @@ class HardwareMachine:
         self.c2c_lines += x
         return x, topo.core_transfer_ns(core, wcore), x
 
+    def current_ghz(self, cpu, now) -> float:
+        """The clock of ``cpu`` now (for cycles of kernel work the engine charges)."""
+        return self.clock.ghz(cpu, now) if self._dvfs else self._fixed_ghz
+
     def switch_cost(self, cpu, prev_key, next_key):
         return self._ctx_s
 

@@ -152,7 +152,8 @@ def cmd_strategies(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "compare": cmd_compare, "scenarios": cmd_scenarios, "presets": cmd_presets,
+COMMANDS = {"run": cmd_run, "compare": cmd_compare, "scenarios": cmd_scenarios,
+            "presets": cmd_presets,
             "strategies": cmd_strategies}
 
 

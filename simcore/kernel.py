@@ -208,11 +208,17 @@ class Thread:
     def _run_model(self, seg, req, cpu, env, now) -> Event:
         """run() on a machine model: its cost, counters and breakdown."""
         k = self.kernel
-        cost = k.machine.execute(cpu.id, seg, self.tid, now)
+        m = k.machine
+        cost = m.execute(cpu.id, seg, self.tid, now)
         dur = cost[C_DUR]
         extra = self.pending_busy
         self.pending_busy = 0.0
         total = dur + extra
+        if extra:
+            # Kernel work (switches, syscalls) runs cycles too, as perf counts them.
+            cost = list(cost)
+            cost[C_CYC] += extra * m.current_ghz(cpu.id, now) * 1e9
+            cost = tuple(cost)
         if req is not None:
             if req.t_start < 0.0:
                 req.t_start = now

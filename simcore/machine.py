@@ -34,6 +34,10 @@ class MachineModel(Protocol):
         """Cost of running ``seg`` on ``cpu`` starting at ``now``; see work.COST_FIELDS.
         Updates the model's state (cache contents, line owners) as if it ran."""
 
+    def current_ghz(self, cpu: int, now: float) -> float:
+        """Clock of ``cpu`` now: kernel work charged as time (switches, syscalls)
+        also counts cycles at this rate, as perf counts them."""
+
     def switch_cost(self, cpu: int, prev_key: object, next_key: object) -> float:
         """Direct cost (s) of switching ``cpu`` from one thread to another."""
 
@@ -78,6 +82,9 @@ class IdealMachine:
         ins = seg.instructions
         dur = ins * self._s_per_instr
         return (dur, ins * self.cpi, ins, 0.0, 0.0, 0.0, 0.0, dur, 0.0, 0.0, 0.0)
+
+    def current_ghz(self, cpu, now):
+        return self.ghz
 
     def switch_cost(self, cpu, prev_key, next_key):
         return 0.0

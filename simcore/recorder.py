@@ -50,13 +50,13 @@ class Recorder:
         self.stop_reason = ""
         self.makespan_s = None
         self.last_done = 0.0
+        self.source_exhausted = False   # a finite workload (trace, batch) has sent everything
+        self.next_due = float("inf")    # earliest deferred arrival (set by the workload)
         if warmup_s is not None:
             env.timeout(warmup_s).callbacks.append(lambda _e: self._start_measuring())
         elif warmup_requests == 0:
             self.measuring = True
             self._begin_window()
-        self.source_exhausted = False
-        self.next_due = float("inf")    # earliest deferred arrival (set by the workload)   # a finite workload (trace, batch) has sent everything
 
     # -- hooks the workload calls -------------------------------------------------------
 
