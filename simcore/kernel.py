@@ -6,6 +6,7 @@ They talk to the kernel through three calls, each returning one event to yield:
     yield thread.run(segment, request)   # compute on the CPU the thread holds
     yield thread.park()                  # sleep until kernel.wake(thread)
     yield thread.block(seconds)          # leave the CPU for a blocking wait
+    yield thread.yield_cpu()             # sched_yield: let a queued thread run first
 
 A thread *holds* a CPU from the moment it is dispatched until it parks, blocks
 or is preempted. The fast path, a short segment on a CPU with an empty run
@@ -66,7 +67,11 @@ class Process:
         self.pid = pid
         self.name = name
         self.affinity = affinity
-        self.threads: list[Thread] = []
+        self.threads: list[Thread] = []   # live threads
+        # Counters of threads that have exited (perf keeps counting them for the
+        # process; the Thread objects themselves are dropped to bound memory).
+        self.dead_ctr = [0.0] * len(CTR_FIELDS)
+        self.dead_events = [0, 0, 0]      # context switches, migrations, futex wakes
 
 
 class Cpu:
@@ -284,6 +289,22 @@ class Thread:
             k.env.timeout(timeout).callbacks.append(lambda _e: k._park_timeout(self, ev))
         return ev
 
+    def yield_cpu(self) -> Event:
+        """sched_yield(): go to the back of this CPU's run queue if anyone waits there,
+        else carry on at once."""
+        k = self.kernel
+        cpu = self.cpu
+        if not cpu.rq:
+            return k.env.timeout(0.0)
+        ev = Event(k.env)
+        self.wait_ev = ev
+        self.cont = None
+        k._leave_cpu(self, RUNNABLE)      # hands the CPU to the head of the queue
+        self.rq_since = k.env.now
+        cpu.rq.append(self)
+        k.n_queued += 1
+        return ev
+
     def block(self, seconds: float) -> Event:
         """Leave the CPU for a blocking wait of ``seconds`` (I/O); resume after it."""
         k = self.kernel
@@ -364,6 +385,18 @@ class Kernel:
         yield t.wait_ev            # wait for the first dispatch
         yield from body(t)
         self._leave_cpu(t, DEAD)
+        self._reap(t)
+
+    def _reap(self, t: Thread) -> None:
+        """Fold an exited thread's counters into its process and forget it."""
+        p = t.process
+        for i, v in enumerate(t.ctr):
+            p.dead_ctr[i] += v
+        p.dead_events[0] += t.cs
+        p.dead_events[1] += t.migrations
+        p.dead_events[2] += t.futex_wakes
+        p.threads.remove(t)
+        self.threads.remove(t)
 
     # -- wake-ups and placement -------------------------------------------------------
 
@@ -623,8 +656,8 @@ class Kernel:
         now = self.env.now
         procs = {}
         for p in self.processes:
-            tot = [0.0] * len(CTR_FIELDS)
-            cs = mig = fw = 0
+            tot = list(p.dead_ctr)
+            cs, mig, fw = p.dead_events
             for t in p.threads:
                 ctr = t.ctr
                 for i in range(len(CTR_FIELDS)):

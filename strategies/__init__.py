@@ -2,6 +2,9 @@
 
 from strategies import shared_queue  # noqa: F401  (registers itself)
 from strategies import pc, pec, epc, adaptive  # noqa: F401  (Jetty strategies)
+from strategies import work_stealing  # noqa: F401
+from strategies import disruptor  # noqa: F401
+from strategies import virtual_threads  # noqa: F401
 from strategies.base import REGISTRY, Strategy, get_strategy, register
 
 __all__ = ["REGISTRY", "Strategy", "get_strategy", "register"]

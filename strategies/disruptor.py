@@ -1,0 +1,363 @@
+"""disruptor: the LMAX Disruptor, a preallocated ring buffer between producer
+threads and long-lived BatchEventProcessor consumers.
+
+Model (sources: LMAX-Exchange/disruptor, com.lmax.disruptor.*):
+
+* Ring: ``ring_size`` slots (a power of two, default 1024), preallocated.
+* Producers (``producers``, default 1): threads that take the arrivals of
+  their connections (``conn.id % producers``), claim the next sequence, run
+  the request's produce (parse) segment to fill the slot (the event
+  translator) and publish it. A single producer claims without a CAS
+  (SingleProducerSequencer.next); several claim with one contended
+  read-modify-write on the cursor line (MultiProducerSequencer: CAS /
+  getAndAdd) and publish through per-slot availability flags, so consumers
+  only see the highest *contiguous* published sequence.
+* Wrap: a producer whose next sequence would pass the slowest consumer by
+  ``ring_size`` waits: ``producer_wait="park-nanos"`` repeats
+  LockSupport.parkNanos(1), a timed sleep that Linux stretches by the thread's
+  timer slack (``timer_slack_us``, 50 us default timer_slack_ns); "wake" parks
+  until a consumer advances (not what LMAX does; for comparison).
+* Consumers (``consumers``, default 1): BatchEventProcessor threads, one per
+  handler, each reading ALL available events in one batch and publishing its
+  sequence once per batch. The handlers are *sharded* (unicast): event s is
+  handled by consumer s % consumers, the others skip it (the ordinal/sharding
+  pattern of the LMAX docs), so every request is handled exactly once and
+  every consumer still gates the producer. A batch costs ``batch_us`` (the
+  barrier's read of the cursor, a line the producer writes, and the store of
+  the consumer's sequence, a line the producer reads) plus each own event's
+  consume segment: the per-event cost falls as batches grow. ``max_batch``
+  caps a batch (Disruptor 4 batchLimit; default unlimited).
+* Wait strategies (``wait``), what a consumer does when nothing is available:
+  - "blocking" (BlockingWaitStrategy, the default): lock + condition; the
+    consumer parks, and the producer takes the lock and signalAll()s on every
+    publish (``signal_us``), a futex wake for each parked consumer.
+  - "busy-spin" (BusySpinWaitStrategy): spins on the cursor and never leaves
+    its CPU; modelled as spin segments of ``spin_chunk_us`` (the CPU shows
+    100% busy; an event published mid-chunk is seen at the chunk's end).
+  - "yielding" (YieldingWaitStrategy): SPIN_TRIES = 100 spins, then
+    Thread.yield() in a loop: the CPU stays busy unless another thread is
+    runnable on it, which then gets it.
+  - "sleeping" (SleepingWaitStrategy): DEFAULT_RETRIES = 200: 100 spins, 100
+    yields, then LockSupport.parkNanos(DEFAULT_SLEEP = 100 ns) repeatedly, a
+    timed sleep of 100 ns + timer slack (~50-60 us on Linux).
+  Spin iterations cost ``spin_us``, a sched_yield with nothing else to run
+  ``yield_us``.
+* ``pin``: consumer i pinned to server CPU i (mod the server's CPUs), as
+  latency-sensitive Disruptor deployments do with thread affinity.
+
+Simplified: no multicast (every consumer handling every event, the diamond)
+because a request is consumed once; the WorkerPool (deprecated in 4.0) is not
+modelled. A spinning thread that another thread waits behind on its CPU gives
+way after ``kernel.min_granularity`` of continuous spinning, the CFS
+preemption that the simulated kernel only applies inside one long segment.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from simcore.work import SHARED, Footprint, Segment
+from strategies.base import Strategy, register
+
+CURSOR = "disruptor-cursor"
+LOCK = "disruptor-lock"
+SPIN_TRIES = 100          # YieldingWaitStrategy.SPIN_TRIES
+SLEEP_RETRIES = 200       # SleepingWaitStrategy.DEFAULT_RETRIES (100 spins, 100 yields)
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ring_size: int = Field(default=1024, ge=1)
+    producers: int = Field(default=1, gt=0)
+    producer_type: Literal["single", "multi"] | None = None   # default: single iff 1 producer
+    consumers: int = Field(default=1, gt=0)
+    wait: Literal["blocking", "busy-spin", "yielding", "sleeping"] = "blocking"
+    pin: bool = False
+    producer_wait: Literal["park-nanos", "wake"] = "park-nanos"
+    max_batch: int | None = Field(default=None, gt=0)
+    batch_us: float = Field(default=0.05, ge=0)     # per batch: cursor read + sequence store
+    publish_us: float = Field(default=0.01, ge=0)   # cursor / availableBuffer store
+    claim_us: float = Field(default=0.02, ge=0)     # multi-producer CAS on the cursor
+    signal_us: float = Field(default=0.05, ge=0)    # blocking: lock, signalAll, unlock
+    spin_us: float = Field(default=0.01, ge=0)      # one spin: cursor read (+ PAUSE)
+    yield_us: float = Field(default=0.3, ge=0)      # sched_yield() with nothing else to run
+    spin_chunk_us: float = Field(default=50.0, gt=0)   # idle spinning, per simulated segment
+    sleep_ns: float = Field(default=100.0, ge=0)    # SleepingWaitStrategy DEFAULT_SLEEP
+    timer_slack_us: float = Field(default=50.0, ge=0)  # Linux default timer_slack_ns
+
+    @field_validator("ring_size")
+    @classmethod
+    def _power_of_two(cls, v: int) -> int:
+        if v & (v - 1):
+            raise ValueError("must be a power of two")
+        return v
+
+    @model_validator(mode="after")
+    def _single_means_one(self):
+        if self.producer_type == "single" and self.producers > 1:
+            raise ValueError("producer_type: 'single' needs producers = 1")
+        return self
+
+
+class Producer:
+    __slots__ = ("backlog", "current", "idle", "index", "thread", "waiting")
+
+    def __init__(self, index: int):
+        self.index = index
+        self.backlog: deque = deque()
+        self.idle = False
+        self.waiting = False      # parked on a full ring (producer_wait="wake")
+        self.current = None       # taken from the backlog, not yet in the ring
+        self.thread = None
+
+
+class Consumer:
+    __slots__ = ("batches", "current", "events", "handled", "index", "log", "seq", "thread")
+
+    def __init__(self, index: int):
+        self.index = index
+        self.seq = -1             # Sequence.INITIAL_VALUE
+        self.batches = 0
+        self.events = 0           # events seen (own and skipped)
+        self.handled = 0
+        self.log: list | None = None
+        self.current = None       # the request being handled
+        self.thread = None
+
+
+@register
+class Disruptor(Strategy):
+    name = "disruptor"
+    summary = "LMAX Disruptor: ring buffer, batching consumers, wait strategies"
+    Params = Params
+
+    def start(self) -> None:
+        p = self.p
+        ctx = self.ctx
+        self.size = p.ring_size
+        self.mask = p.ring_size - 1
+        self.ring: list = [None] * p.ring_size
+        self.multi = p.producer_type == "multi" or (p.producer_type is None and p.producers > 1)
+        self.claimed = -1          # last claimed sequence
+        self.cursor = -1           # highest contiguous published sequence
+        self.flags = [-1] * p.ring_size    # availableBuffer: sequence published in each slot
+        self.waiting: list[Consumer] = []  # parked in BlockingWaitStrategy
+        self.stats = {"producer_waits": 0, "published": 0, "max_outstanding": 0,
+                      "signals": 0, "yields_cpu": 0}
+        ips = ctx.machine.nominal_ips
+        self.ips = ips
+        self.publish_seg = self._seg(p.publish_us + (p.signal_us if p.wait == "blocking" else 0),
+                                     ((SHARED, CURSOR, 1),) + (((SHARED, LOCK, 1),)
+                                                               if p.wait == "blocking" else ()),
+                                     0, None, "publish")
+        self.claim_seg = self._seg(p.claim_us, ((SHARED, CURSOR, 1),), 1, CURSOR, "claim")
+        self.producers = [Producer(i) for i in range(p.producers)]
+        self.consumers = [Consumer(i) for i in range(p.consumers)]
+        cpus = ctx.server_cpus
+        for pr in self.producers:
+            pr.thread = self.kernel.spawn(ctx.server, f"disruptor-producer-{pr.index}",
+                                          lambda t, pr=pr: self._producer(t, pr))
+        for c in self.consumers:
+            pin = [cpus[c.index % len(cpus)]] if p.pin else None
+            c.thread = self.kernel.spawn(ctx.server, f"disruptor-consumer-{c.index}",
+                                         lambda t, c=c: self._consumer(t, c), cpus=pin)
+            c.thread.data = c
+
+    def _seg(self, us: float, lines, ops: int, line, label: str) -> Segment | None:
+        if us <= 0 and not ops:
+            return None
+        fp = tuple(Footprint(kind, key, n, True) for kind, key, n in lines)
+        return Segment(us * 1e-6 * self.ips, fp, ops, line, label=label)
+
+    # -- producers ---------------------------------------------------------------------
+
+    def on_arrival(self, conn) -> None:
+        req = conn.take()
+        if req is None:           # nothing readable (a serial connection still busy)
+            return
+        pr = self.producers[conn.id % len(self.producers)]
+        pr.backlog.append(req)
+        if pr.idle:
+            pr.idle = False
+            self.kernel.wake(pr.thread)
+
+    def min_gating(self) -> int:
+        return min(c.seq for c in self.consumers)
+
+    def _producer(self, t, pr: Producer):
+        p = self.p
+        st = self.stats
+        park_s = 1e-9 + p.timer_slack_us * 1e-6      # LockSupport.parkNanos(1L)
+        size = self.size
+        while True:
+            if not pr.backlog:
+                pr.idle = True
+                yield t.park()
+                continue
+            req = pr.backlog.popleft()
+            pr.current = req
+            # claim: wait while the next sequence would wrap past the slowest consumer
+            while self.claimed + 1 - size > self.min_gating():
+                st["producer_waits"] += 1
+                if p.producer_wait == "park-nanos":
+                    yield t.block(park_s)
+                else:
+                    pr.waiting = True
+                    yield t.park()
+            seq = self.claimed + 1
+            self.claimed = seq
+            out = seq - self.min_gating()
+            if out > st["max_outstanding"]:
+                st["max_outstanding"] = out
+            if self.multi and self.claim_seg is not None:
+                yield t.run(self.claim_seg)
+            slot = seq & self.mask
+            assert self.ring[slot] is None, "ring slot overwritten before it was consumed"
+            self.ring[slot] = req
+            pr.current = None
+            if req.produce is not None:
+                yield t.run(req.produce, req)         # the event translator fills the slot
+            self._publish(seq, t)
+            if self.publish_seg is not None:
+                yield t.run(self.publish_seg)
+
+    def _publish(self, seq: int, t) -> None:
+        self.stats["published"] += 1
+        if self.multi:
+            mask = self.mask
+            flags = self.flags
+            flags[seq & mask] = seq
+            c = self.cursor
+            while flags[(c + 1) & mask] == c + 1:
+                c += 1
+            self.cursor = c
+        else:
+            self.cursor = seq
+        if self.p.wait == "blocking" and self.waiting:
+            self.stats["signals"] += 1
+            for c in self.waiting:            # signalAll under the lock
+                self.kernel.wake(c.thread, t)
+            self.waiting.clear()
+
+    # -- consumers -------------------------------------------------------------------------
+
+    def _consumer(self, t, c: Consumer):
+        p = self.p
+        n_cons = len(self.consumers)
+        mine = c.index
+        mask = self.mask
+        ring = self.ring
+        max_batch = p.max_batch
+        line = f"disruptor-seq-{c.index}"
+        # A batch reads the cursor (written by the producer) and stores the own sequence.
+        batch_seg = Segment(p.batch_us * 1e-6 * self.ips,
+                            (Footprint(SHARED, CURSOR, 1, False), Footprint(SHARED, line, 1, True)),
+                            label="batch") if p.batch_us else None
+        nxt = c.seq + 1
+        while True:
+            if self.cursor < nxt:
+                yield from self._wait_for(t, nxt)
+                continue
+            end = self.cursor
+            if max_batch is not None and end - nxt + 1 > max_batch:
+                end = nxt + max_batch - 1
+            c.batches += 1
+            c.events += end - nxt + 1
+            if batch_seg is not None:
+                yield t.run(batch_seg)
+            for s in range(nxt, end + 1):
+                if s % n_cons != mine:
+                    continue
+                slot = s & mask
+                req = ring[slot]
+                ring[slot] = None
+                c.current = req
+                yield t.run(req.consume, req)
+                c.current = None
+                c.handled += 1
+                if c.log is not None:
+                    c.log.append((s, req.id))
+                self.ctx.done(req, t)
+            c.seq = end                 # sequence.set once per batch
+            nxt = end + 1
+            for pr in self.producers:
+                if pr.waiting:
+                    pr.waiting = False
+                    self.kernel.wake(pr.thread, t)
+
+    def _give_way(self, t, since: float) -> bool:
+        """A spinner that has held its CPU for a CFS slice while another thread waits
+        for that CPU is preempted (here: steps off and is placed again)."""
+        cpu = t.cpu
+        return bool(cpu.rq) and self.env.now - since >= self.kernel.min_granularity
+
+    def _wait_for(self, t, nxt: int):
+        """SequenceBarrier.waitFor(nxt) with the configured wait strategy; returns
+        once the cursor has reached ``nxt``."""
+        p = self.p
+        ips = self.ips
+        wait = p.wait
+        if wait == "blocking":
+            while self.cursor < nxt:
+                self.waiting.append(self._me(t))
+                yield t.park()
+            return
+        spin_line = (Footprint(SHARED, CURSOR, 1, False),)
+        if wait == "busy-spin":
+            seg = Segment(p.spin_chunk_us * 1e-6 * ips, spin_line, label="busy-spin")
+            since = self.env.now
+            while self.cursor < nxt:
+                if self._give_way(t, since):
+                    self.stats["yields_cpu"] += 1
+                    yield t.block(0.0)
+                    since = self.env.now
+                    continue
+                yield t.run(seg)
+            return
+        # yielding / sleeping: first 100 spins
+        spins = Segment(SPIN_TRIES * p.spin_us * 1e-6 * ips, spin_line, label="spin")
+        if spins.instructions:
+            yield t.run(spins)
+        if self.cursor >= nxt:
+            return
+        if wait == "yielding":
+            chunk = Segment(p.spin_chunk_us * 1e-6 * ips, spin_line, label="sched_yield")
+            while self.cursor < nxt:
+                if t.cpu.rq:                       # someone else can run: yield gives it the CPU
+                    self.stats["yields_cpu"] += 1
+                    yield t.block(0.0)
+                else:
+                    yield t.run(chunk)
+            return
+        # sleeping: 100 yields, then parkNanos(sleep_ns) + timer slack
+        left = SLEEP_RETRIES - SPIN_TRIES
+        while left > 0 and self.cursor < nxt:
+            if t.cpu.rq:
+                self.stats["yields_cpu"] += 1
+                left -= 1
+                yield t.block(0.0)
+            else:
+                ins = left * p.yield_us * 1e-6 * ips
+                left = 0
+                if ins:
+                    yield t.run(Segment(ins, spin_line, label="sched_yield"))
+        sleep_s = p.sleep_ns * 1e-9 + p.timer_slack_us * 1e-6
+        while self.cursor < nxt:
+            yield t.block(sleep_s)
+
+    def _me(self, t) -> Consumer:
+        return t.data
+
+    # -- inspection ----------------------------------------------------------------------
+
+    def outstanding(self) -> list:
+        reqs = [r for r in self.ring if r is not None]
+        for pr in self.producers:
+            reqs.extend(pr.backlog)
+            if pr.current is not None:
+                reqs.append(pr.current)
+        reqs.extend(c.current for c in self.consumers if c.current is not None)
+        return reqs

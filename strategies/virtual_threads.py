@@ -1,0 +1,326 @@
+"""virtual-threads: one Loom virtual thread per request, mounted on a carrier pool.
+
+Model (sources: JDK 21 java.lang.VirtualThread, java.util.concurrent.ForkJoinPool,
+JEP 444):
+
+* Carriers: a ForkJoinPool of ``carriers`` kernel threads (default: one per
+  server CPU, jdk.virtualThreadScheduler.parallelism = availableProcessors) in
+  async (FIFO) mode. Each carrier has a local FIFO queue; tasks submitted from
+  outside the pool go to submission queues chosen by the submitting thread:
+  one for the acceptor that starts virtual threads, one for the I/O poller
+  that resumes them.
+* A virtual thread is a task, not a kernel thread. Each arrival starts one: its
+  first mount runs a start segment (``start_us``, ~10 us: STRATEGIES.md), then
+  the request's produce and the compute part of its consume segment.
+* Blocking (the consume segment's ``block_s``, a backend call) unmounts the
+  virtual thread (``unmount_us``, the continuation's freeze): the carrier goes
+  on with other work. When the call completes, the I/O poller (a platform
+  thread, not modelled as CPU) unparks it: its continuation goes to the
+  poller's submission queue; when it is mounted again (``mount_us``, the thaw) it
+  releases its permit and finishes the request.
+* ``permits``: a bounded resource (a connection-pool Semaphore, FIFO hand-off)
+  held around the blocking call. A virtual thread that finds none parks
+  unmounted; the releasing virtual thread unparks the first waiter, whose
+  continuation goes to the releasing carrier's local queue (ForkJoinPool.execute
+  from a virtual thread uses JLA.currentCarrierThread(), so it is a local push).
+* Scheduling (ForkJoinPool in asyncMode): a carrier takes its own queue FIFO,
+  else scans the other carriers' queues and the submission queues from a random
+  start (stream "vthreads-scan") and takes one task from the base of the first
+  non-empty one; if that queue still holds work it signals another idle carrier
+  (signalWork propagation). A push onto an empty queue signals one idle carrier
+  (the most recently idle: the pool's idle stack). Idle carriers park.
+* ``pinned``: the blocking call is made while pinned (inside ``synchronized``
+  in JDK 21): the carrier itself blocks and cannot run anything else.
+* ``kernel_threads``: the same requests on platform threads, one new kernel
+  thread per request (start ``kernel_start_us`` = 140 us, STRATEGIES.md,
+  charged as CPU to its first segment), blocking in the kernel; at most
+  ``max_kernel_threads`` live at once (beyond it, arrivals wait for one to
+  exit, as a server at its thread limit would).
+
+Simplified: the poller's CPU, ForkJoinPool's compensation threads for pinned
+Object.wait, and non-fair Semaphore barging are not modelled; start and
+mount/unmount costs are charged on the carrier that mounts the thread.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simcore.kernel import B_IO
+from simcore.rng import block_sampler
+from simcore.work import Segment
+from strategies.base import Strategy, register
+
+START, CALL, AFTER = 0, 1, 2
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    carriers: int | None = Field(default=None, gt=0)   # default: one per server CPU
+    permits: int | None = Field(default=None, gt=0)    # None: no bounded resource
+    kernel_threads: bool = False
+    start_us: float = Field(default=10.0, ge=0)         # virtual thread start
+    kernel_start_us: float = Field(default=140.0, ge=0)  # platform thread start
+    mount_us: float = Field(default=0.5, ge=0)          # thaw when remounted after a park
+    unmount_us: float = Field(default=0.5, ge=0)        # freeze when it parks or blocks
+    pinned: bool = False
+    max_kernel_threads: int = Field(default=10_000, gt=0)
+
+
+class VThread:
+    __slots__ = ("req", "step")
+
+    def __init__(self, req):
+        self.req = req
+        self.step = START
+
+
+class Carrier:
+    __slots__ = ("current", "idle", "index", "queue", "thread")
+
+    def __init__(self, index: int):
+        self.index = index
+        self.queue: deque[VThread] = deque()
+        self.idle = False
+        self.current: VThread | None = None
+        self.thread = None
+
+
+def compute_part(seg: Segment) -> Segment:
+    """The consume segment without its blocking wait."""
+    return Segment(seg.instructions, seg.footprint, seg.contended_ops, seg.contended_line,
+                   0.0, seg.label)
+
+
+@register
+class VirtualThreads(Strategy):
+    name = "virtual-threads"
+    summary = "a Loom virtual thread per request on a ForkJoinPool of carriers"
+    Params = Params
+
+    def start(self) -> None:
+        p = self.p
+        ips = self.ctx.machine.nominal_ips
+        self.free = p.permits            # permits left (None: unlimited)
+        self.stats = {"started": 0, "in_call": 0, "max_in_call": 0, "permit_waits": 0,
+                      "steals": 0, "signals": 0, "live_kernel_threads": 0,
+                      "max_live_kernel_threads": 0}
+        self.start_seg = Segment(p.start_us * 1e-6 * ips, label="vthread-start") \
+            if p.start_us else None
+        self.mount_seg = Segment(p.mount_us * 1e-6 * ips, label="vthread-mount") \
+            if p.mount_us else None
+        self.unmount_seg = Segment(p.unmount_us * 1e-6 * ips, label="vthread-unmount") \
+            if p.unmount_us else None
+        if p.kernel_threads:
+            self.waiters: deque = deque()     # kernel threads parked on the semaphore
+            self.backlog: deque = deque()     # arrivals waiting for a thread slot
+            self.n_threads = 0
+            return
+        self.sem_waiters: deque[VThread] = deque()
+        self.blocked: dict = {}              # unmounted in a blocking call: id -> request
+        # External submission queues, one per submitting thread (ForkJoinPool indexes
+        # them by the submitter's probe): the acceptor starting new virtual threads,
+        # and the I/O poller unparking those whose call completed.
+        self.submission: deque[VThread] = deque()
+        self.resumed: deque[VThread] = deque()
+        self.idle: list[Carrier] = []
+        n = p.carriers or self.default_threads()
+        self.carriers = [Carrier(i) for i in range(n)]
+        self.scan_queues = [c.queue for c in self.carriers] + [self.submission, self.resumed]
+        self.scan_start = block_sampler(self.ctx.streams.generator("vthreads-scan"),
+                                        lambda g, k: g.integers(0, n + 2, k))
+        for c in self.carriers:
+            c.thread = self.kernel.spawn(self.ctx.server, f"carrier-{c.index}",
+                                         lambda t, c=c: self._carrier(t, c))
+
+    def on_arrival(self, conn) -> None:
+        req = conn.take()
+        if req is None:           # nothing readable (a serial connection still busy)
+            return
+        self.stats["started"] += 1
+        if self.p.kernel_threads:
+            if self.n_threads < self.p.max_kernel_threads:
+                self._spawn_kernel_thread(req)
+            else:
+                self.backlog.append(req)
+            return
+        self._push(self.submission, VThread(req), None)
+
+    # -- the carrier pool (ForkJoinPool, asyncMode) -------------------------------------------
+
+    def _push(self, q: deque, vt: VThread, waker) -> None:
+        q.append(vt)
+        if len(q) == 1:
+            self._signal(waker)
+
+    def _signal(self, waker) -> None:
+        if self.idle:
+            c = self.idle.pop()
+            c.idle = False
+            self.stats["signals"] += 1
+            self.kernel.wake(c.thread, waker)
+
+    def _find(self, c: Carrier, t) -> VThread | None:
+        if c.queue:
+            return c.queue.popleft()
+        queues = self.scan_queues
+        n = len(queues)
+        start = self.scan_start()
+        for i in range(n):
+            q = queues[(start + i) % n]
+            if q:
+                vt = q.popleft()
+                if (start + i) % n < len(self.carriers):
+                    self.stats["steals"] += 1
+                if q:
+                    self._signal(t)       # signalWork propagation
+                return vt
+        return None
+
+    def _carrier(self, t, c: Carrier):
+        while True:
+            vt = self._find(c, t)
+            if vt is None:
+                c.idle = True
+                self.idle.append(c)
+                yield t.park()
+                continue
+            c.current = vt
+            yield from self._mount(t, c, vt)
+            c.current = None
+
+    def _mount(self, t, c: Carrier, vt: VThread):
+        req = vt.req
+        step = vt.step
+        if step == START:
+            if self.start_seg is not None:
+                yield t.run(self.start_seg)
+            if req.produce is not None:
+                yield t.run(req.produce, req)
+            blk = req.consume.block_s
+            if not blk or (self.p.pinned and self.free is None):
+                yield from self._guarded(t.run(req.consume, req), blk)
+                self.ctx.done(req, t)
+                return
+            yield t.run(compute_part(req.consume), req)
+            req.consumed_by = t.tid
+            if self.free is not None:
+                if self.free == 0:            # Semaphore.acquire parks the virtual thread
+                    self.stats["permit_waits"] += 1
+                    vt.step = CALL
+                    self.sem_waiters.append(vt)
+                    if self.unmount_seg is not None:
+                        yield t.run(self.unmount_seg)
+                    return
+                self.free -= 1
+        elif step == CALL:
+            if self.mount_seg is not None:
+                yield t.run(self.mount_seg)
+        else:   # AFTER: the blocking call has completed
+            if self.mount_seg is not None:
+                yield t.run(self.mount_seg)
+            self._release(c, t)
+            self.ctx.done(req, t)
+            return
+        # the blocking call, with a permit if there are permits
+        blk = req.consume.block_s
+        req.bd[B_IO] += blk
+        if self.p.pinned:
+            yield from self._guarded(t.block(blk), blk)
+            self._release(c, t)
+            self.ctx.done(req, t)
+            return
+        if self.unmount_seg is not None:
+            yield t.run(self.unmount_seg)
+        vt.step = AFTER
+        self._enter_call()
+        self.blocked[req.id] = req
+        self.env.timeout(blk).callbacks.append(lambda _e, vt=vt: self._io_done(vt))
+
+    def _guarded(self, ev, blk):
+        """Yield ``ev`` counting it as inside the blocking call if it blocks."""
+        if blk:
+            self._enter_call()
+        yield ev
+        if blk:
+            self.stats["in_call"] -= 1
+
+    def _enter_call(self) -> None:
+        st = self.stats
+        st["in_call"] += 1
+        if st["in_call"] > st["max_in_call"]:
+            st["max_in_call"] = st["in_call"]
+
+    def _io_done(self, vt: VThread) -> None:
+        """The backend answered: the poller unparks the virtual thread (an external
+        submission)."""
+        self.stats["in_call"] -= 1
+        del self.blocked[vt.req.id]
+        self._push(self.resumed, vt, None)
+
+    def _release(self, c: Carrier, t) -> None:
+        if self.free is None:
+            return
+        if self.sem_waiters:                 # hand the permit to the first waiter
+            self._push(c.queue, self.sem_waiters.popleft(), t)
+        else:
+            self.free += 1
+
+    # -- platform threads, one per request ----------------------------------------------
+
+    def _spawn_kernel_thread(self, req) -> None:
+        self.n_threads += 1
+        st = self.stats
+        st["live_kernel_threads"] = self.n_threads
+        st["max_live_kernel_threads"] = max(st["max_live_kernel_threads"], self.n_threads)
+        th = self.kernel.spawn(self.ctx.server, f"req-{req.id}",
+                               lambda t, req=req: self._kernel_thread(t, req))
+        th.data = req             # held from creation (it may wait for a CPU first)
+
+    def _kernel_thread(self, t, req):
+        t.pending_busy += self.p.kernel_start_us * 1e-6      # clone, stack, TLS
+        if req.produce is not None:
+            yield t.run(req.produce, req)
+        blk = req.consume.block_s
+        if not blk or self.free is None:
+            yield from self._guarded(t.run(req.consume, req), blk)
+        else:
+            yield t.run(compute_part(req.consume), req)
+            req.consumed_by = t.tid
+            if self.free == 0:
+                self.stats["permit_waits"] += 1
+                self.waiters.append(t)
+                yield t.park()                 # woken holding the permit (hand-off)
+            else:
+                self.free -= 1
+            req.bd[B_IO] += blk
+            yield from self._guarded(t.block(blk), blk)
+            if self.waiters:
+                self.kernel.wake(self.waiters.popleft(), t)
+            else:
+                self.free += 1
+        t.data = None
+        self.ctx.done(req, t)
+        self.n_threads -= 1
+        self.stats["live_kernel_threads"] = self.n_threads
+        if self.backlog:
+            self._spawn_kernel_thread(self.backlog.popleft())
+
+    # -- inspection ----------------------------------------------------------------------
+
+    def outstanding(self) -> list:
+        if self.p.kernel_threads:
+            reqs = list(self.backlog)
+            reqs.extend(t.data for t in self.ctx.server.threads if t.data is not None)
+            return reqs
+        reqs = [vt.req for vt in self.submission]
+        reqs.extend(vt.req for vt in self.resumed)
+        reqs.extend(vt.req for vt in self.sem_waiters)
+        for c in self.carriers:
+            reqs.extend(vt.req for vt in c.queue)
+            if c.current is not None:
+                reqs.append(c.current.req)
+        reqs.extend(self.blocked.values())
+        return reqs
