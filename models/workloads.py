@@ -245,7 +245,10 @@ class OpenLoop(Workload):
         c = self.connections[int(self.pick())] if self.pick else self.connections[0]
         req = self.make(t, c.id)
         self.arrive(req)
-        if notify_after_append(c, req):
+        if not c.serial:            # notify_after_append, inlined for the common case
+            c.inbox.append(req)
+            self.on_arrival(c)
+        elif notify_after_append(c, req):
             self.on_arrival(c)
 
     def catch_up(self, now: float) -> None:

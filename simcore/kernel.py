@@ -79,8 +79,6 @@ class Cpu:
 
     __slots__ = (
         "busy_s",
-        "chunk_t0",
-        "chunk_t1",
         "core",
         "current",
         "id",
@@ -100,8 +98,6 @@ class Cpu:
         self.idle_since = 0.0                # >= 0 while idle
         self.last_tid = -1
         self.busy_s = 0.0                    # executing time, accounted per chunk at its start
-        self.chunk_t0 = 0.0
-        self.chunk_t1 = 0.0
         self.balance_pending = False         # an idle-balance retry is scheduled
 
 
@@ -201,11 +197,8 @@ class Thread:
                 ctr[K_TASK] += total
                 ctr[K_INS] += ins
                 self.seg_t0 = now
-                self.seg_t1 = now + total
-                self.seg_cost = None
+                self.seg_t1 = now + total    # (seg_cost stays None on the ideal machine)
                 cpu.busy_s += total
-                cpu.chunk_t0 = now
-                cpu.chunk_t1 = now + total
                 return env.timeout(total)
             return self._run_slow(seg, total, None, req)
         return self._run_model(seg, req, cpu, env, now)
@@ -243,8 +236,6 @@ class Thread:
         if total <= k.slice_max and not cpu.rq and not seg.block_s and k.trace is None:
             self._credit(cost, total, 1.0, now, total)
             cpu.busy_s += total
-            cpu.chunk_t0 = now
-            cpu.chunk_t1 = now + total
             return env.timeout(total)
         return self._run_slow(seg, total, cost, req)
 
@@ -611,8 +602,6 @@ class Kernel:
             chunk = remaining
         t._credit(cost, total, chunk / total if total > 0 else 1.0, now, chunk)
         cpu.busy_s += chunk
-        cpu.chunk_t0 = now
-        cpu.chunk_t1 = now + chunk
         if self.trace is not None:
             self.trace.append((now, cpu.id, t.tid, "run", label, chunk, rid))
         t.cont = (remaining - chunk, block_s, total, cost, label, rid)
@@ -688,8 +677,9 @@ class Kernel:
         busy = []
         for c in self.cpus:
             b = c.busy_s
-            if c.chunk_t1 > now:
-                b -= c.chunk_t1 - max(now, c.chunk_t0)
+            t = c.current       # busy time is credited per chunk at its start: take
+            if t is not None and t.seg_t1 > now:   # off the part still to come
+                b -= t.seg_t1 - max(now, t.seg_t0)
             busy.append(b)
         return {"processes": procs, "cpu_busy_s": busy}
 
