@@ -303,7 +303,7 @@ class Thread:
         self.wait_ev = ev
         self.cont = None
         k._leave_cpu(self, BLOCKED)
-        k.env.timeout(seconds).callbacks.append(lambda _e, t=self: k.wake(t))
+        k.env.timeout(seconds).callbacks.append(lambda _e, t=self: k._unblock(t))
         return ev
 
 
@@ -392,11 +392,20 @@ class Kernel:
     # -- wake-ups and placement -------------------------------------------------------
 
     def wake(self, t: Thread, waker: Thread | None = None) -> bool:
-        """Make a parked or blocked thread runnable (futex wake). The waker, if a
-        thread, pays the syscall on its next segment. Returns False if ``t`` was
-        not asleep (a lost wake-up is the strategy's bug, not the kernel's)."""
-        if t.state is not PARKED and t.state is not BLOCKED:
+        """Make a parked thread runnable (futex wake). The waker, if a thread, pays
+        the syscall on its next segment. Returns False, doing nothing, if ``t`` was
+        not parked: running, runnable, or blocked in I/O (a futex wake does not
+        end a read or a sleep; only its own timer does)."""
+        if t.state is not PARKED:
             return False
+        return self._make_runnable(t, waker)
+
+    def _unblock(self, t: Thread) -> None:
+        """A blocking wait (I/O, sleep) is over."""
+        if t.state is BLOCKED:
+            self._make_runnable(t, None)
+
+    def _make_runnable(self, t: Thread, waker: Thread | None) -> bool:
         if waker is not None:
             waker.pending_busy += self.machine.futex_wake_cost()
             waker.futex_wakes += 1
@@ -632,7 +641,7 @@ class Kernel:
             ev = t.wait_ev
             self._leave_cpu(t, BLOCKED)
             t.wait_ev = ev
-            self.env.timeout(block_s).callbacks.append(lambda _e: self.wake(t))
+            self.env.timeout(block_s).callbacks.append(lambda _e: self._unblock(t))
             return
         ev = t.wait_ev
         ev.succeed()

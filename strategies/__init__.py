@@ -5,6 +5,9 @@ from strategies import pc, pec, epc, adaptive  # noqa: F401  (Jetty strategies)
 from strategies import work_stealing  # noqa: F401
 from strategies import disruptor  # noqa: F401
 from strategies import virtual_threads  # noqa: F401
+from strategies import thread_per_connection  # noqa: F401
+from strategies import event_loop  # noqa: F401
+from strategies import thread_pool  # noqa: F401
 from strategies.base import REGISTRY, Strategy, get_strategy, register
 
 __all__ = ["REGISTRY", "Strategy", "get_strategy", "register"]

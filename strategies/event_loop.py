@@ -1,0 +1,186 @@
+"""event-loop: Netty's NioEventLoopGroup, N loops each owning its connections for life.
+
+What Netty 4.1's ``NioEventLoop.run`` does, and what this module models:
+
+* **Group and chooser**: ``loops`` threads (``MultithreadEventLoopGroup``:
+  ``DEFAULT_EVENT_LOOP_THREADS = 2 x availableProcessors``, here 2 x the server's
+  CPUs). A connection is registered with ``next()`` of the group's chooser
+  (``PowerOfTwoEventExecutorChooser`` / ``GenericEventExecutorChooser``: round
+  robin in registration order), i.e. loop ``conn.id % loops``, for its lifetime.
+* **One pass of the loop**: ``select`` (blocking ``epoll_wait`` when there is no
+  task, ``selectNow`` otherwise): one syscall segment of ``epoll_us`` per pass;
+  when nothing is ready the thread sleeps in it (park) and the network wakes it
+  (``kernel.wake(loop, None)``) when any of its connections gets input. Then
+  ``processSelectedKeys``: for each ready channel read what the socket holds
+  (``NioByteUnsafe.read``) and fire the pipeline inline: the request is parsed
+  (``req.produce``) and handled (``req.consume``) on the loop thread, so every
+  loop is a ProduceConsume over its connections. Input that arrives during the
+  pass is picked up by the next ``epoll_wait``.
+* **ioRatio** (default 50): after the I/O part, ``runAllTasks(ioTime * (100 -
+  ioRatio) / ioRatio)`` runs queued tasks until that time budget is spent,
+  checking the clock every 64 tasks as Netty does (``ioRatio`` 100: all tasks;
+  a pass with no I/O: ``runAllTasks(0)``, at most 64 tasks). The only tasks
+  here are responses coming back from the offload pool.
+* **Blocking handlers**: a handler that blocks (``req.consume.block_s > 0``)
+  blocks the loop thread, and with it every other connection of that loop.
+  With ``offload = n`` such requests are handed to a pool of ``n`` threads (a
+  java.util.concurrent fixed ThreadPoolExecutor over a locked
+  LinkedBlockingQueue, as in ``thread-pool``; Netty's own advice is a separate
+  executor for blocking handlers); the worker handles the request and submits
+  the response back to the loop (``execute`` on the loop: an MPSC queue offer,
+  one CAS, and a ``selector.wakeup()`` if the loop sleeps: a second wake).
+  The loop then runs that task (writes the response) and reports the request.
+  Non-blocking requests stay inline.
+
+Simplified: no boss group (connections exist before the run), no scheduled
+tasks, one read per ready channel per pass; requests offloaded to the shared
+pool may complete out of order within a connection (an ``EventExecutorGroup``
+would pin each channel to one executor to keep its order). A serial (HTTP/1.1)
+connection's next request is readable only once the previous one is handled;
+the loop reads it at its next ``epoll_wait``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simcore.work import SHARED, Footprint, Segment
+from strategies.base import Strategy, register
+from strategies.thread_pool import LockedQueueExecutor, syscall_segment
+
+RUN_ALL_TASKS_CHECK = 64   # SingleThreadEventExecutor.runAllTasks: nanoTime() every 64 tasks
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    # MultithreadEventLoopGroup.DEFAULT_EVENT_LOOP_THREADS: 2 x cores (None = that).
+    loops: int | None = Field(default=None, gt=0)
+    # One epoll_wait per loop pass (~1 us: syscall entry/exit plus the ready-list scan
+    # and copy-out; lmbench null-syscall 0.1-0.5 us depending on CPU and mitigations).
+    epoll_us: float = Field(default=1.0, ge=0)
+    # NioEventLoop ioRatio (percent of loop time for I/O versus tasks), 1..100.
+    io_ratio: int = Field(default=50, gt=0, le=100)
+    # Threads of the pool blocking handlers are offloaded to; 0 = run them inline.
+    offload: int = Field(default=0, ge=0)
+    # Offload pool queue and task-queue CAS instructions (see thread-pool's lock_us).
+    lock_us: float = Field(default=0.05, ge=0)
+    # Starting an offload pool thread (STRATEGIES.md, Loom section: ~140 us).
+    thread_start_us: float = Field(default=140.0, ge=0)
+
+
+class _Loop:
+    __slots__ = ("epoll", "idx", "offer", "parked", "poll", "ready", "tasks", "thread")
+
+    def __init__(self, idx: int):
+        self.idx = idx
+        self.ready: deque = deque()    # channels with input since the last epoll_wait
+        self.tasks: deque = deque()    # taskQueue: responses from the offload pool
+        self.parked = False            # sleeping in epoll_wait
+        self.thread = None
+
+
+@register
+class EventLoop(Strategy):
+    name = "event-loop"
+    summary = ("Netty NioEventLoopGroup: 2 x cores loops, each owns its connections and "
+               "parses+handles their requests inline")
+    Params = Params
+
+    def start(self) -> None:
+        p = self.p
+        ips = self.ctx.machine.nominal_ips
+        n = p.loops or 2 * len(self.ctx.server_cpus)
+        self.loops = []
+        for i in range(n):
+            L = _Loop(i)
+            L.epoll = syscall_segment(ips, p.epoll_us, f"epoll-loop-{i}", "epoll_wait")
+            line = f"loop-taskq-{i}"
+            fp = (Footprint(SHARED, line, 1, True),)
+            # MPSC offer: a CAS on the producer index, contended between pool threads.
+            L.offer = Segment(p.lock_us * 1e-6 * ips, fp, 1, line, label="task-offer")
+            # The loop's poll of its own task queue (single consumer: no CAS).
+            L.poll = Segment(p.lock_us * 1e-6 * ips, fp, label="task-poll")
+            L.thread = self.kernel.spawn(self.ctx.server, f"nioEventLoopGroup-{i}",
+                                         lambda t, L=L: self._loop(t, L))
+            self.loops.append(L)
+        self.pool = None
+        if p.offload:
+            self.pool = LockedQueueExecutor(
+                self, "offload", core=p.offload, maximum=p.offload, run_task=self._offloaded,
+                lock_us=p.lock_us, lock_line="offload-queue-lock", tomcat_queue=False,
+                thread_start_us=p.thread_start_us)
+
+    # -- the network: a channel becomes readable ----------------------------------------
+
+    def on_arrival(self, conn) -> None:
+        L = conn.owner
+        if L is None:
+            L = conn.owner = self.loops[conn.id % len(self.loops)]
+        if not conn.data:              # not yet in its loop's ready set
+            conn.data = True
+            L.ready.append(conn)
+            if L.parked:
+                L.parked = False
+                self.kernel.wake(L.thread, None)
+
+    # -- threads ----------------------------------------------------------------------
+
+    def _loop(self, t, L):
+        env = self.env
+        ctx = self.ctx
+        pool = self.pool
+        ratio = self.p.io_ratio
+        while True:
+            if not L.ready and not L.tasks:
+                L.parked = True
+                yield t.park()                 # epoll_wait with nothing ready
+            if L.epoll is not None:
+                yield t.run(L.epoll)           # select() / selectNow()
+            ready = L.ready
+            L.ready = deque()
+            io_start = env.now
+            for conn in ready:                 # processSelectedKeys
+                conn.data = False              # new input from now on re-arms the channel
+                take = conn.take
+                for _ in range(len(conn.inbox)):   # what the socket holds now
+                    req = take()
+                    if req is None:                # serial connection: next one after done
+                        break
+                    if req.produce is not None:
+                        yield t.run(req.produce, req)
+                    if pool is not None and req.consume.block_s > 0:
+                        yield from pool.execute(t, (req, L))
+                    else:
+                        yield t.run(req.consume, req)
+                        ctx.done(req, t)
+            tasks = L.tasks
+            if tasks:                          # runAllTasks(budget)
+                if ratio == 100:
+                    budget = math.inf
+                elif ready:
+                    budget = (env.now - io_start) * (100 - ratio) / ratio
+                else:
+                    budget = 0.0
+                t0 = env.now
+                ran = 0
+                while tasks:
+                    req = tasks.popleft()
+                    yield t.run(L.poll, req)   # poll the task, write the response
+                    ctx.done(req, t)
+                    ran += 1
+                    if ran % RUN_ALL_TASKS_CHECK == 0 and env.now - t0 >= budget:
+                        break
+
+    def _offloaded(self, t, task):
+        """A pool thread: handle the request (blocking), then hand the response back to
+        the channel's loop (SingleThreadEventExecutor.execute + wakeup)."""
+        req, L = task
+        yield t.run(req.consume, req)
+        yield t.run(L.offer)
+        L.tasks.append(req)
+        if L.parked:
+            L.parked = False
+            self.kernel.wake(L.thread, t)

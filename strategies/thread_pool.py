@@ -1,0 +1,287 @@
+"""thread-pool: Tomcat NIO connector, poller thread(s) feeding a ThreadPoolExecutor.
+
+What Tomcat 9's ``NioEndpoint`` does for a kept-alive connection, and what this
+module models, step by step:
+
+1. **Poller** (``NioEndpoint.Poller.run``): drain the ``events`` queue (a
+   ``SynchronizedQueue``: one lock acquisition per ``poll``) and re-arm each
+   socket's read interest; ``selector.select()`` (``selectNow()`` when events
+   were added meanwhile): one ``epoll_wait`` syscall per pass, sleeping in it
+   when nothing is ready; for each ready key ``processKey`` clears the read
+   interest (``unreg``: an ``epoll_ctl`` at the next select) and calls
+   ``processSocket`` -> ``executor.execute(SocketProcessor)``.
+2. **Executor** (``org.apache.tomcat.util.threads.ThreadPoolExecutor`` with a
+   ``TaskQueue extends LinkedBlockingQueue``): ``minSpareThreads`` core threads
+   prestarted; ``TaskQueue.offer`` queues the task when
+   ``submittedCount <= poolSize`` (an idle thread exists) or the pool is at
+   ``maxThreads``, else makes the executor start a new thread with the task.
+   The queue is lock-protected: each ``offer`` and each ``take`` is a lock
+   acquisition, i.e. a read-modify-write of the lock word that serialises
+   across cores (a ``Segment`` with ``contended_ops=1`` on ``tpe-queue-lock``)
+   plus ``lock_us`` of instructions. Idle workers wait on the queue's
+   ``notEmpty`` condition (an AQS condition queue: FIFO, the longest-waiting
+   worker is signalled first) and park on a futex; an offer into an empty queue
+   signals one (``kernel.wake(worker, poller)``: the poller pays the futex
+   syscall), and a taker that leaves items behind signals the next waiter
+   (``LinkedBlockingQueue.take``: ``if (c > 1) notEmpty.signal()``).
+3. **Worker** (``SocketProcessor`` -> ``Http11Processor.service``): parses and
+   handles the request (``req.produce`` then ``req.consume`` on the worker),
+   and keeps going while the socket has more input (the keep-alive loop reads
+   non-blocking); when it has none, ``registerReadInterest`` ->
+   ``Poller.add``: offer an event into the poller's ``SynchronizedQueue`` (a
+   lock acquisition on ``poller-events-lock``) and ``selector.wakeup()`` if the
+   poller sleeps in ``select`` (``wakeupCounter``): a second futex-class wake
+   per request, paid by the worker.
+
+Overheads are explicit parameters, all settable to 0 for queueing checks:
+``epoll_us`` per ``epoll_wait`` pass, ``epoll_ctl_us`` per interest change
+(two per request: unreg and re-register), ``lock_us`` per lock acquisition,
+``thread_start_us`` per worker thread started. On a hardware preset the
+contended lock line, the futex syscalls (``machine.futex_wake_cost``), wake-up
+latencies, migrations and cold caches come from the machine model.
+
+``LockedQueueExecutor`` is a plain java.util.concurrent ThreadPoolExecutor over
+a LinkedBlockingQueue (optionally with Tomcat's TaskQueue rule); the event
+loop's offload pool uses it too.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simcore.work import SHARED, Footprint, Segment
+from strategies.base import Strategy, register
+
+# Cache lines a lock acquisition touches: the lock word (AQS state) and the
+# queue head/tail node it guards.
+LOCK_LINES = 2
+# Cache lines of an epoll instance a syscall touches (eventpoll struct, ready list).
+EPOLL_LINES = 2
+
+# Connection states (conn.data) as the poller sees them.
+REGISTERED, READY, PROCESSING = "registered", "ready", "processing"
+
+
+def lock_segment(ips: float, lock_us: float, line: str, label: str = "lock") -> Segment:
+    """One lock acquisition (a CAS on the lock word, contended across cores) plus
+    the instructions of the queue operation under the lock."""
+    return Segment(lock_us * 1e-6 * ips, (Footprint(SHARED, line, LOCK_LINES, True),),
+                   contended_ops=1, contended_line=line, label=label)
+
+
+def syscall_segment(ips: float, us: float, key: str, label: str) -> Segment | None:
+    """An epoll syscall on epoll instance ``key``; None when its cost is set to 0."""
+    if us <= 0:
+        return None
+    return Segment(us * 1e-6 * ips, (Footprint(SHARED, key, EPOLL_LINES, True),), label=label)
+
+
+class LockedQueueExecutor:
+    """java.util.concurrent.ThreadPoolExecutor over a LinkedBlockingQueue.
+
+    ``execute(t, task)`` is a generator the submitting thread runs with
+    ``yield from``. Below ``core`` threads, execute starts a new worker with the
+    task (ThreadPoolExecutor.addWorker); with ``tomcat_queue`` the TaskQueue rule
+    starts one whenever no thread is idle and the pool is below ``maximum``;
+    otherwise the task is offered to the queue (one lock acquisition) and, if
+    the queue was empty, one waiting worker is signalled (FIFO).
+
+    Workers loop on ``take``: one lock acquisition, then a task or a wait on the
+    condition (park). ``run_task(t, task)`` is a generator; ``after_task`` is
+    called with the task when it returns (keep-alive timeouts are not modelled:
+    runs are far shorter than ThreadPoolExecutor's 60 s keepAliveTime).
+    """
+
+    def __init__(self, strategy: Strategy, name: str, core: int, maximum: int, run_task,
+                 lock_us: float, lock_line: str, tomcat_queue: bool, thread_start_us: float):
+        self.strategy = strategy
+        self.kernel = strategy.kernel
+        self.name = name
+        self.core = core
+        self.maximum = maximum
+        self.run_task = run_task
+        self.lock = lock_segment(strategy.ctx.machine.nominal_ips, lock_us, lock_line)
+        self.tomcat_queue = tomcat_queue
+        self.start_s = thread_start_us * 1e-6
+        self.q: deque = deque()
+        self.waiters: deque = deque()   # parked workers, in condition-queue (FIFO) order
+        self.pool_size = 0
+        self.submitted = 0              # Tomcat's submittedCount: queued + running tasks
+        self.workers: list = []
+
+    def prestart(self) -> None:
+        """ThreadPoolExecutor.prestartAllCoreThreads (Tomcat's executor calls it)."""
+        while self.pool_size < self.core:
+            self._add_worker(None)
+
+    def execute(self, t, task):
+        self.submitted += 1
+        if self.pool_size < self.core or (
+                self.tomcat_queue and self.pool_size < self.maximum
+                and self.submitted > self.pool_size):
+            self._add_worker(task)
+            return
+        yield t.run(self.lock)             # offer: lock, enqueue, unlock
+        q = self.q
+        was_empty = not q
+        q.append(task)
+        if was_empty and self.waiters:     # signalNotEmpty
+            self.kernel.wake(self.waiters.popleft(), t)
+
+    def _add_worker(self, first) -> None:
+        self.pool_size += 1
+        name = f"{self.name}-{len(self.workers)}"
+        th = self.kernel.spawn(self.strategy.ctx.server, name,
+                               lambda t, f=first: self._worker(t, f))
+        th.pending_busy += self.start_s
+        self.workers.append(th)
+
+    def _worker(self, t, task):
+        q = self.q
+        waiters = self.waiters
+        lock = self.lock
+        wake = self.kernel.wake
+        run_task = self.run_task
+        while True:
+            if task is not None:
+                yield from run_task(t, task)
+                self.submitted -= 1
+                task = None
+            yield t.run(lock)              # take: lock (or re-acquire after a signal)
+            if q:
+                task = q.popleft()
+                if q and waiters:          # c > 1: pass the signal on
+                    wake(waiters.popleft(), t)
+            else:
+                waiters.append(t)          # await on notEmpty: registered before parking
+                yield t.park()
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    # Tomcat 9 NioEndpoint: one poller (pollerThreadCount fixed at 1 since 9.0.x; 8.5
+    # defaulted to min(2, cpus) until it was aligned with 9.0).
+    pollers: int = Field(default=1, gt=0)
+    # AbstractEndpoint maxThreads 200, minSpareThreads 10 (the executor's core size).
+    workers: int = Field(default=200, gt=0)
+    min_spare: int = Field(default=10, ge=0)
+    # One epoll_wait syscall per poller pass (~1 us: syscall entry/exit plus the
+    # ready-list scan and copy-out; lmbench null-syscall 0.1-0.5 us depending on the
+    # CPU and Spectre/Meltdown mitigations).
+    epoll_us: float = Field(default=1.0, ge=0)
+    # One epoll_ctl per interest change (JDK EPollSelectorImpl.processUpdateQueue):
+    # processKey clears OP_READ, the worker's re-registration sets it again.
+    epoll_ctl_us: float = Field(default=0.5, ge=0)
+    # Instructions of one lock acquisition + queue operation (ReentrantLock CAS, AQS
+    # bookkeeping, node link): ~20 cycles for an uncontended LOCK CMPXCHG (Agner Fog's
+    # instruction tables) plus ~100 instructions; the contended part (line transfer)
+    # comes from the machine model through contended_ops.
+    lock_us: float = Field(default=0.05, ge=0)
+    # Starting a kernel thread (STRATEGIES.md, Loom section: ~140 us).
+    thread_start_us: float = Field(default=140.0, ge=0)
+
+
+class _Poller:
+    __slots__ = ("ctl", "epoll", "events", "events_lock", "idx", "parked", "ready", "thread")
+
+    def __init__(self, idx: int):
+        self.idx = idx
+        self.ready: deque = deque()       # sockets epoll reports readable
+        self.events: deque = deque()      # re-registrations (Poller.events)
+        self.parked = False               # sleeping in epoll_wait
+        self.thread = None
+
+
+@register
+class ThreadPool(Strategy):
+    name = "thread-pool"
+    summary = ("Tomcat NIO: poller thread(s) hand ready sockets to a 200-thread pool "
+               "through a locked queue")
+    Params = Params
+
+    def start(self) -> None:
+        p = self.p
+        ips = self.ctx.machine.nominal_ips
+        self.executor = LockedQueueExecutor(
+            self, "http-nio-exec", core=min(p.min_spare, p.workers), maximum=p.workers,
+            run_task=self._process, lock_us=p.lock_us, lock_line="tpe-queue-lock",
+            tomcat_queue=True, thread_start_us=p.thread_start_us)
+        self.executor.prestart()
+        self.pollers = []
+        for i in range(p.pollers):
+            P = _Poller(i)
+            P.epoll = syscall_segment(ips, p.epoll_us, f"epoll-poller-{i}", "epoll_wait")
+            P.ctl = syscall_segment(ips, p.epoll_ctl_us, f"epoll-poller-{i}", "epoll_ctl")
+            P.events_lock = lock_segment(ips, p.lock_us, f"poller-events-lock-{i}")
+            P.thread = self.kernel.spawn(self.ctx.server, f"http-nio-Poller-{i}",
+                                         lambda t, P=P: self._poller(t, P))
+            self.pollers.append(P)
+
+    # -- the network: a socket becomes readable ---------------------------------------
+
+    def on_arrival(self, conn) -> None:
+        st = conn.data
+        if st is None:                    # accepted and registered with a poller
+            conn.owner = self.pollers[conn.id % len(self.pollers)]   # getPoller0 round robin
+            st = REGISTERED
+        if st is REGISTERED:
+            conn.data = READY
+            P = conn.owner
+            P.ready.append(conn)
+            if P.parked:
+                P.parked = False
+                self.kernel.wake(P.thread, None)
+        # READY: already reported; PROCESSING: the worker or the re-registration sees it
+
+    # -- threads ----------------------------------------------------------------------
+
+    def _poller(self, t, P):
+        execute = self.executor.execute
+        ctl = P.ctl
+        while True:
+            events = P.events
+            if events:                    # events(): re-arm read interest
+                for _ in range(len(events)):
+                    yield t.run(P.events_lock)          # SynchronizedQueue.poll
+                    conn = events.popleft()
+                    if ctl is not None:
+                        yield t.run(ctl)                # epoll_ctl(EPOLL_CTL_MOD, EPOLLIN)
+                    if conn.inbox:                      # level-triggered: readable at once
+                        conn.data = READY
+                        P.ready.append(conn)
+                    else:
+                        conn.data = REGISTERED
+            if not P.ready and not P.events:
+                P.parked = True
+                yield t.park()                          # blocked in epoll_wait
+                continue
+            if P.epoll is not None:
+                yield t.run(P.epoll)                    # select() / selectNow()
+            ready = P.ready
+            P.ready = deque()
+            for conn in ready:
+                conn.data = PROCESSING
+                if ctl is not None:
+                    yield t.run(ctl)                    # unreg: clear OP_READ
+                yield from execute(t, conn)             # processSocket
+
+    def _process(self, t, conn):
+        """SocketProcessor: serve every request the socket holds, then re-register."""
+        ctx = self.ctx
+        take = conn.take
+        while True:
+            req = take()
+            if req is None:
+                break
+            if req.produce is not None:
+                yield t.run(req.produce, req)
+            yield t.run(req.consume, req)
+            ctx.done(req, t)
+        P = conn.owner
+        yield t.run(P.events_lock)                      # Poller.add -> events.offer
+        P.events.append(conn)
+        if P.parked:                                    # selector.wakeup()
+            P.parked = False
+            self.kernel.wake(P.thread, t)
