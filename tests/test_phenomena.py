@@ -43,3 +43,16 @@ def test_pipeline_dispatching_each_request_is_a_parallel_slowdown():
     # breakdown of pec and not of pc.
     assert pec["breakdown_us"]["dispatch"] > 5 and pc["breakdown_us"]["dispatch"] < 0.5
     assert pec["breakdown_us"]["coherence"] > 1 and pc["breakdown_us"]["coherence"] == 0
+
+
+def test_web_event_loop_uses_less_cpu_and_migrates_less_than_a_thread_pool():
+    """Phenomenon 5 (Netty vs Tomcat), at the `web` scenario's default load: the event
+    loop spends less CPU per request at a higher IPC, switches and migrates less."""
+    tp = run("web", {"strategy.name": "thread-pool"}, requests=6000)
+    el = run("web", {"strategy.name": "event-loop"}, requests=6000)
+    per = lambda r, k: r[k] / r["requests"]  # noqa: E731
+    assert per(el, "task_clock_ms") < 0.95 * per(tp, "task_clock_ms")
+    assert el["ipc"] > tp["ipc"]
+    assert per(el, "cpu_migrations") < 0.6 * per(tp, "cpu_migrations")
+    assert per(el, "context_switches") < per(tp, "context_switches")
+    assert per(el, "futex_wakes") < per(tp, "futex_wakes")
