@@ -250,7 +250,9 @@ class HardwareMachine:
             core = self.cpu_core[cpu]
             my_llc = self.cpu_llc[cpu]
             l1 = self.l1d[core]
-            l1i = self.l1i[core] or l1
+            l1i = self.l1i[core]
+            if l1i is None:             # a preset without an L1i: code shares the L1d
+                l1i = l1
             l2 = self.l2[core]
             llc = self.llc[my_llc]
             coh = self._coh

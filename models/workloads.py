@@ -115,12 +115,19 @@ class RequestFactory:
         self.contended_ops = round(work.contended_ops)
         self.invocation = work.invocation
         self.next_id = 0
+        self.pure = not (self.produce_ins or self.task_lines or self.common or self.conn_lines
+                         or self.contended_ops or self.backend
+                         or self.invocation != "BLOCKING")
 
     def make(self, now: float, conn: int = 0) -> Request:
         rid = self.next_id
         self.next_id = rid + 1
+        req = Request(rid, now, conn)
+        if self.pure:
+            # Pure compute (the queueing-theory case): one bare segment.
+            req.consume = Segment(self.service() * self.ips, (), 0, None, 0.0, "consume")
+            return req
         s = self.service()
-        req = Request(rid, now, s, conn)
         req.invocation = self.invocation
         task = (Footprint(TASK, rid, self.task_lines, True),) if self.task_lines else ()
         cstate = ()

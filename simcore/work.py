@@ -74,16 +74,14 @@ class Request:
     Times are simulated seconds; `bd` accumulates the breakdown by cause.
     """
 
-    __slots__ = ("id", "conn", "t_arrive", "t_start", "t_done", "service_s", "produce",
-                 "consume", "bd", "invocation", "produced_by", "consumed_by")
+    __slots__ = ("id", "conn", "t_arrive", "t_start", "produce", "consume", "bd",
+                 "invocation", "produced_by", "consumed_by")
 
-    def __init__(self, rid: int, t_arrive: float, service_s: float, conn: int = 0):
+    def __init__(self, rid: int, t_arrive: float, conn: int = 0):
         self.id = rid
         self.conn = conn
         self.t_arrive = t_arrive
         self.t_start = -1.0          # first instant a thread started working on it
-        self.t_done = -1.0
-        self.service_s = service_s   # nominal service demand (for segment building)
         self.produce: Segment | None = None
         self.consume: Segment | None = None
         self.bd = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]   # seconds by cause (CAUSES order)

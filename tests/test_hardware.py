@@ -412,3 +412,17 @@ def test_every_preset_runs_with_all_effects(name):
         m.cpu_idle(cpu, now)
     out = m.finish(now)
     assert len(out["cpu_ghz"]) == m.n_cpus and out["joules"] > 0.0
+
+
+def test_code_footprints_live_in_the_l1i_not_the_l1d():
+    m = machine()
+    code = Segment(1000, (Footprint(CODE, "handler", 64, False),))
+    data = Segment(1000, (Footprint(TASK, 1, 64, True),))
+    m.execute(0, code, 1, 0.0)
+    m.execute(0, data, 1, 1e-6)
+    core = m.cpu_core[0]
+    assert ("handler" in str(list(m.l1i[core].owners))) and m.l1d[core].owners
+    assert not any("handler" in str(k) for k in m.l1d[core].owners)
+    # Warm code then costs no L1 data misses on the next run.
+    again = m.execute(0, code, 1, 2e-6)
+    assert again[C_L1M] == 0
