@@ -99,7 +99,8 @@ def main() -> None:
     b = bare_simpy(a.customers)
     c = ciw_rate(a.ciw_customers)
     print(f"M/M/{C} rho=0.8, {a.customers} customers (Ciw: {a.ciw_customers})")
-    print(f"  warmcore mmc     {w:12,.0f} customers/s   (mean wait {res['wait_us']['mean']:.1f} us)")
+    wait = res["wait_us"]["mean"]
+    print(f"  warmcore mmc     {w:12,.0f} customers/s   (mean wait {wait:.1f} us)")
     print(f"  ciw              {c:12,.0f} customers/s")
     print(f"  bare simpy loop  {b:12,.0f} customers/s")
     print(f"  ratio warmcore/ciw  {w / c:6.2f}   (target >= 4)")

@@ -78,7 +78,7 @@ def available_ghz(preset) -> tuple[float, ...]:
     """Frequencies a domain may run at: P-states, plus turbo when enabled."""
     table = tuple(float(f) for f in preset.pstates_ghz)
     if preset.turbo and preset.turbo_ghz and preset.turbo_ghz > table[-1]:
-        table = table + (float(preset.turbo_ghz),)
+        table = (*table, float(preset.turbo_ghz))
     return table
 
 
@@ -265,25 +265,32 @@ def _load_pct(loads: list[float]) -> int:
     return min(100, max(0, math.floor(100.0 * x + 1e-9)))
 
 
+def _check_dbs_params(p: dict, max_down_factor: int) -> None:
+    """Tunables every demand-based governor shares (cpufreq_governor.c's dbs):
+    sampling rate, up threshold, sampling_down_factor (whose upper bound differs:
+    100000 for ondemand, 10000 for conservative, as in the kernel)."""
+    if p["sampling_rate_us"] <= 0:
+        raise ValueError(f"params.sampling_rate_us: {p['sampling_rate_us']} must be > 0")
+    if not 1 <= p["up_threshold"] <= 100:
+        raise ValueError(
+            f"params.up_threshold: {p['up_threshold']} must be within 1..100 (percent load)")
+    if not 1 <= p["sampling_down_factor"] <= max_down_factor or p["sampling_down_factor"] % 1:
+        raise ValueError(
+            f"params.sampling_down_factor: {p['sampling_down_factor']} must be an integer "
+            f"within 1..{max_down_factor}")
+
+
 class Ondemand(Governor):
     """cpufreq_ondemand.c: jump to max above up_threshold, else proportional."""
 
     name = "ondemand"
     fixed = False
-    tunables: ClassVar[dict[str, float]] = {"sampling_rate_us": 10000.0, "up_threshold": 95.0, "sampling_down_factor": 1.0}
+    tunables: ClassVar[dict[str, float]] = {
+        "sampling_rate_us": 10000.0, "up_threshold": 95.0, "sampling_down_factor": 1.0}
 
     def __init__(self, preset, params: dict | None = None):
         super().__init__(preset, params)
-        p = self.params
-        if p["sampling_rate_us"] <= 0:
-            raise ValueError(f"params.sampling_rate_us: {p['sampling_rate_us']} must be > 0")
-        if not 1 <= p["up_threshold"] <= 100:
-            raise ValueError(
-                f"params.up_threshold: {p['up_threshold']} must be within 1..100 (percent load)")
-        if not 1 <= p["sampling_down_factor"] <= 100000 or p["sampling_down_factor"] % 1:
-            raise ValueError(
-                f"params.sampling_down_factor: {p['sampling_down_factor']} must be an integer "
-                "within 1..100000")
+        _check_dbs_params(self.params, 100000)
         self._rate_mult = 1
 
     @property
@@ -309,17 +316,14 @@ class Conservative(Governor):
 
     name = "conservative"
     fixed = False
-    tunables: ClassVar[dict[str, float]] = {"sampling_rate_us": 10000.0, "up_threshold": 80.0, "down_threshold": 20.0,
-                "freq_step": 5.0, "sampling_down_factor": 1.0}
+    tunables: ClassVar[dict[str, float]] = {
+        "sampling_rate_us": 10000.0, "up_threshold": 80.0, "down_threshold": 20.0,
+        "freq_step": 5.0, "sampling_down_factor": 1.0}
 
     def __init__(self, preset, params: dict | None = None):
         super().__init__(preset, params)
         p = self.params
-        if p["sampling_rate_us"] <= 0:
-            raise ValueError(f"params.sampling_rate_us: {p['sampling_rate_us']} must be > 0")
-        if not 1 <= p["up_threshold"] <= 100:
-            raise ValueError(
-                f"params.up_threshold: {p['up_threshold']} must be within 1..100 (percent load)")
+        _check_dbs_params(p, 10000)
         if not 1 <= p["down_threshold"] < p["up_threshold"]:
             raise ValueError(
                 f"params.down_threshold: {p['down_threshold']} must be >= 1 and below "
@@ -327,10 +331,6 @@ class Conservative(Governor):
         if not 0 <= p["freq_step"] <= 100:
             raise ValueError(
                 f"params.freq_step: {p['freq_step']} must be within 0..100 (percent of max)")
-        if not 1 <= p["sampling_down_factor"] <= 10000 or p["sampling_down_factor"] % 1:
-            raise ValueError(
-                f"params.sampling_down_factor: {p['sampling_down_factor']} must be an integer "
-                "within 1..10000")
         step = int(p["freq_step"] * self.max_khz // 100)
         self._step = step if step else 5 * self.max_khz // 100   # DEF_FREQUENCY_STEP
         self._requested: int | None = None

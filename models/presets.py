@@ -210,8 +210,8 @@ I9_7960X = Preset(
                 "mesh, 1 MiB L2 per core, 22 MiB non-inclusive L3, 1.2-2.8 GHz (turbo 4.4), "
                 "quad-channel DDR4-2666",
     sources=(
-        ("Intel ARK, Core i9-7960X: 16C/32T, 2.8 GHz base, 4.2 GHz Turbo 2.0, 4.4 GHz Turbo Max 3.0, "
-         "22 MB cache, 165 W TDP, 4 x DDR4-2666 (85 GB/s)"),
+        ("Intel ARK, Core i9-7960X: 16C/32T, 2.8 GHz base, 4.2 GHz Turbo 2.0, "
+         "4.4 GHz Turbo Max 3.0, 22 MB cache, 165 W TDP, 4 x DDR4-2666 (85 GB/s)"),
         "7-cpu.com/cpu/Skylake_X.html: L1 4-5 cycles, L2 14, L3 ~70 (mesh), RAM ~80 ns",
         "Anandtech, Skylake-X review (2017): 1 MB 16-way L2, 1.375 MB/core 11-way non-inclusive L3",
         "nviennot/core-to-core-latency README: Xeon Gold 6242 (Cascade Lake mesh) 48 ns",

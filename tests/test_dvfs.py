@@ -201,8 +201,8 @@ def test_governor_registry():
 # ---------------------------------------------------------------- PELT
 
 def test_pelt_constants():
-    assert PELT_Y ** 32 == pytest.approx(0.5)
-    assert PELT_PERIOD_S == pytest.approx(1.024e-3)
+    assert pytest.approx(0.5) == PELT_Y ** 32
+    assert pytest.approx(1.024e-3) == PELT_PERIOD_S
 
 
 @settings(max_examples=60, deadline=None)
