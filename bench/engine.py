@@ -92,13 +92,24 @@ def main() -> None:
                     help="Ciw is slow: its rate is measured on fewer customers")
     ap.add_argument("--full-requests", type=int, default=0,
                     help="also run `pipeline` with every effect on for this many requests")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternate the contenders this many times and keep each one's best "
+                         "(the machines are shared: interleaving evens out their load)")
     a = ap.parse_args()
     mmc = [f"machine.cores={C}", f"workload.rate_per_s={RATE}",
            f"workload.service_us={SERVICE_S * 1e6}"]
-    w, res = warmcore_rate("mmc", a.customers, mmc)
-    b = bare_simpy(a.customers)
-    c = ciw_rate(a.ciw_customers)
-    print(f"M/M/{C} rho=0.8, {a.customers} customers (Ciw: {a.ciw_customers})")
+    best = {"warmcore": 0.0, "ciw": 0.0, "bare": 0.0, "full": 0.0}
+    res = None
+    for _ in range(a.rounds):
+        w, res = warmcore_rate("mmc", a.customers, mmc)
+        best["warmcore"] = max(best["warmcore"], w)
+        best["bare"] = max(best["bare"], bare_simpy(a.customers))
+        best["ciw"] = max(best["ciw"], ciw_rate(a.ciw_customers))
+        if a.full_requests:
+            best["full"] = max(best["full"], warmcore_rate("pipeline", a.full_requests)[0])
+    w, b, c = best["warmcore"], best["bare"], best["ciw"]
+    print(f"M/M/{C} rho=0.8, {a.customers} customers (Ciw: {a.ciw_customers}), "
+          f"best of {a.rounds} interleaved rounds")
     wait = res["wait_us"]["mean"]
     print(f"  warmcore mmc     {w:12,.0f} customers/s   (mean wait {wait:.1f} us)")
     print(f"  ciw              {c:12,.0f} customers/s")
@@ -106,10 +117,9 @@ def main() -> None:
     print(f"  ratio warmcore/ciw  {w / c:6.2f}   (target >= 4)")
     print(f"  ratio warmcore/bare {w / b:6.2f}   (target >= 0.5)")
     if a.full_requests:
-        f, _ = warmcore_rate("pipeline", a.full_requests)
+        f = best["full"]
         print(f"  warmcore pipeline, all effects on  {f:12,.0f} requests/s")
         print(f"  ratio full/mmc      {f / w:6.2f}   (target >= 0.3)")
-
 
 if __name__ == "__main__":
     main()

@@ -29,7 +29,9 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from simpy.events import NORMAL, Event
+from heapq import heappush
+
+from simpy.events import NORMAL, Event, Timeout
 
 from simcore.work import (
     C_COHER,
@@ -199,7 +201,7 @@ class Thread:
                 self.seg_t0 = now
                 self.seg_t1 = now + total    # (seg_cost stays None on the ideal machine)
                 cpu.busy_s += total
-                return env.timeout(total)
+                return fast_timeout(env, total)
             return self._run_slow(seg, total, None, req)
         return self._run_model(seg, req, cpu, env, now)
 
@@ -236,7 +238,7 @@ class Thread:
         if total <= k.slice_max and not cpu.rq and not seg.block_s and k.trace is None:
             self._credit(cost, total, 1.0, now, total)
             cpu.busy_s += total
-            return env.timeout(total)
+            return fast_timeout(env, total)
         return self._run_slow(seg, total, cost, req)
 
     def _credit(self, cost, total, frac, t0, span) -> None:
@@ -714,4 +716,22 @@ def _drive(gen):
     first = gen.send(None)
     first.callbacks.append(resume)
     return gen
+
+
+_new = object.__new__
+
+
+def fast_timeout(env, delay: float) -> Timeout:
+    """``env.timeout(delay)`` for the hot path: the same Timeout in the same queue
+    slot, without Timeout.__init__'s argument checks (delay is never negative
+    here). It reaches into SimPy's queue (``_queue``, ``_eid``), which has been
+    stable across SimPy 3 and 4; about 0.4 us saved per segment."""
+    ev = _new(Timeout)
+    ev.env = env
+    ev.callbacks = []
+    ev._value = None
+    ev._ok = True
+    ev._delay = delay
+    heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), ev))
+    return ev
 
