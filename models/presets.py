@@ -476,5 +476,38 @@ def nominal_ips(preset: Preset) -> float:
     return preset.base_ipc * preset.pstates_ghz[-1] * 1e9
 
 
+MAX_CPUS = 1024   # beyond this a run would take minutes per thousand requests
+
+_POSITIVE = ("sockets", "cores_per_socket", "threads_per_core", "llc_domains_per_socket",
+             "base_ipc", "line_bytes", "l1d_kib", "l1d_ways", "l2_ways", "llc_mib", "llc_ways",
+             "l1_lat_cyc", "mlp", "mem_bw_gbs", "mem_channels")
+_NON_NEGATIVE = ("transition_latency_us", "l1i_kib", "l2_kib", "l2_lat_cyc", "llc_lat_cyc",
+                 "dram_ns", "c2c_smt_ns", "c2c_llc_ns", "c2c_cross_llc_ns", "c2c_socket_ns",
+                 "ctx_switch_us", "futex_wake_us", "wake_latency_idle_us",
+                 "wake_latency_busy_us", "static_w_per_core", "package_static_w",
+                 "dyn_w_per_core_max", "v_min", "v_max")
+
+
+def check_preset(p: Preset) -> None:
+    """Raise ValueError("FIELD: reason") if a (possibly overridden) preset is impossible."""
+    for name in _POSITIVE:
+        if not getattr(p, name) > 0:
+            raise ValueError(f"{name}: must be positive (got {getattr(p, name)!r})")
+    for name in _NON_NEGATIVE:
+        if not getattr(p, name) >= 0:
+            raise ValueError(f"{name}: must not be negative (got {getattr(p, name)!r})")
+    if not p.pstates_ghz or any(f <= 0 for f in p.pstates_ghz) or \
+            list(p.pstates_ghz) != sorted(p.pstates_ghz):
+        raise ValueError(f"pstates_ghz: must be positive and ascending (got {p.pstates_ghz!r})")
+    if len(p.smt_throughput) != p.threads_per_core or p.smt_throughput[0] != 1.0:
+        raise ValueError(f"smt_throughput: needs one total per busy thread count "
+                         f"1..{p.threads_per_core}, starting at 1.0 (got {p.smt_throughput!r})")
+    if p.freq_domain not in ("core", "package"):
+        raise ValueError(f"freq_domain: must be 'core' or 'package' (got {p.freq_domain!r})")
+    if p.n_cpus > MAX_CPUS:
+        raise ValueError(f"cores_per_socket: {p.n_cpus} CPUs is more than warmcore "
+                         f"simulates (at most {MAX_CPUS})")
+
+
 def with_overrides(preset: Preset, **changes) -> Preset:
     return replace(preset, **changes)

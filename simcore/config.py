@@ -54,7 +54,7 @@ class MachineCfg(Strict):
     frequency_ghz: Pos | None = None         # the userspace governor's fixed clock
     turbo: bool | None = None
     governor_params: dict[str, float] = {}
-    overrides: dict[str, float | int | str | bool] = {}   # any Preset field
+    overrides: dict[str, bool | int | float | str | list[float]] = {}   # any Preset field
     effects: Effects = Effects()
 
 

@@ -62,14 +62,15 @@ class SimContext:
 
 
 def build_machine(cfg: Scenario):
-    from models.presets import get_preset, with_overrides
+    from models.presets import check_preset, get_preset, with_overrides
 
     m = cfg.machine
     try:
         preset = get_preset(m.preset)
     except KeyError as e:
         raise ConfigError("machine.preset", e.args[0]) from None
-    changes = dict(m.overrides)
+    # TOML lists arrive as lists; presets hold tuples.
+    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in m.overrides.items()}
     if m.cores is not None:
         changes["cores_per_socket"] = m.cores
     if m.threads_per_core is not None:
@@ -90,6 +91,14 @@ def build_machine(cfg: Scenario):
             preset = with_overrides(preset, **changes)
         except (TypeError, ValueError) as e:
             raise ConfigError("machine.overrides", str(e)) from None
+    try:
+        check_preset(preset)
+    except ValueError as e:
+        field, _, reason = str(e).partition(": ")
+        where = {"cores_per_socket": "machine.cores", "threads_per_core":
+                 "machine.threads_per_core", "sockets": "machine.sockets"}.get(
+                     field, f"machine.overrides.{field}")
+        raise ConfigError(where, reason) from None
     default_on = preset.name != "ideal"
     effects = {e: (getattr(m.effects, e) if getattr(m.effects, e) is not None else default_on)
                for e in EFFECTS}
@@ -107,7 +116,14 @@ def build_machine(cfg: Scenario):
         return HardwareMachine(preset, effects=effects, governor=m.governor,
                                userspace_ghz=m.frequency_ghz, governor_params=m.governor_params)
     except ValueError as e:
-        raise ConfigError("machine", str(e)) from None
+        field, _, reason = str(e).partition(": ")
+        if field.startswith("params."):
+            field = "machine.governor_params." + field[len("params."):]
+        elif field == "userspace_ghz":
+            field = "machine.frequency_ghz"
+        else:
+            field, reason = "machine", str(e)
+        raise ConfigError(field, reason) from None
 
 
 GOVERNORS = ("performance", "powersave", "userspace", "ondemand", "conservative", "schedutil")

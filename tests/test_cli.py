@@ -64,6 +64,16 @@ def test_set_overrides_reach_the_run(capsys):
     (["--requests", "0"], "--requests"),
     (["--duration", "-1"], "--duration"),
     (["--set", "nonsense"], "--set"),
+    (["--set", "machine.overrides.l2_kib=-5"], "machine.overrides.l2_kib"),
+    (["--set", "machine.overrides.pstates_ghz=[2.0,1.0]"], "machine.overrides.pstates_ghz"),
+    (["--set", "machine.overrides.warp=9"], "machine.overrides.warp"),
+    (["--set", "machine.cores=100000"], "machine.cores"),
+    (["--set", "machine.preset=\"i7-3770\"", "--set", "machine.governor=\"userspace\"",
+      "--set", "machine.frequency_ghz=9.9"], "machine.frequency_ghz"),
+    (["--set", "machine.preset=\"i7-3770\"", "--set", "machine.governor=\"ondemand\"",
+      "--set", "machine.governor_params.up_threshold=400"],
+     "machine.governor_params.up_threshold"),
+    (["--set", "work.reference_preset=\"pdp-11\""], "work.reference_preset"),
 ])
 def test_bad_input_gets_one_line_naming_the_field_and_exit_2(args, field, capsys):
     code, out, err = run_cli(["run", "mmc", *args], capsys)

@@ -143,3 +143,11 @@ def test_specific_topologies():
 def test_get_preset_unknown_lists_names():
     with pytest.raises(KeyError, match="i7-3770"):
         get_preset("pentium-4")
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_passes_the_override_checks(name):
+    from models.presets import check_preset
+
+    check_preset(PRESETS[name])
+
