@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 SUB = 128                 # sub-buckets per power of two
 _UNIT = 1e-9              # resolution: values are binned in nanoseconds
 _EXP_MIN = 0              # 1 ns (Recorder.complete inlines _index assuming 0)
@@ -35,6 +37,24 @@ class LatencyHistogram:
         self.max = max(self.max, value_s)
         self.min = min(self.min, value_s)
         self.counts[_index(value_s)] += 1
+
+    def record_many(self, values) -> None:
+        """Record a NumPy array of values at once (same buckets as ``record``)."""
+        v = np.asarray(values, dtype=float)
+        if not v.size:
+            return
+        self.n += int(v.size)
+        self.total += float(v.sum())
+        self.max = max(self.max, float(v.max()))
+        self.min = min(self.min, float(v.min()))
+        m, e = np.frexp(v / _UNIT)
+        idx = (e - 1 - _EXP_MIN) * SUB + ((m - 0.5) * 2 * SUB).astype(np.int64)
+        idx[v / _UNIT < 1.0] = 0
+        np.minimum(idx, _N - 1, out=idx)
+        binned = np.bincount(idx, minlength=_N)
+        c = self.counts
+        for i in np.flatnonzero(binned).tolist():
+            c[i] += int(binned[i])
 
     def merge(self, other: LatencyHistogram) -> None:
         c = self.counts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,3 +45,15 @@ def test_merge_equals_recording_everything_in_one():
         c.record(v)
     a.merge(b)
     assert a.counts == c.counts and a.quantile(0.99) == c.quantile(0.99)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(1e-11, 1e3), min_size=1, max_size=300))
+def test_batch_recording_bins_exactly_like_one_by_one(values):
+    one, many = LatencyHistogram(), LatencyHistogram()
+    for v in values:
+        one.record(v)
+    many.record_many(np.array(values))
+    assert many.counts == one.counts
+    assert (many.n, many.max, many.min) == (one.n, one.max, one.min)
+    assert many.total == pytest.approx(one.total, rel=1e-12)
