@@ -22,6 +22,7 @@ from pathlib import Path
 
 from models.distributions import sampler
 from simcore.config import ConfigError
+from simcore.kernel import fast_timeout
 from simcore.work import CODE, SHARED, TASK, THREAD, Footprint, Request, Segment
 
 LINE = 64
@@ -235,14 +236,17 @@ class OpenLoop(Workload):
             env = self.env
             # An arrival already due (deferred) gets an event now, so it is delivered
             # after the caller has finished parking, never in the middle of it.
-            env.timeout(max(0.0, self.t_next - env.now)).callbacks.append(self._arrival_event)
+            delay = self.t_next - env.now
+            fast_timeout(env, delay if delay > 0.0 else 0.0).callbacks.append(
+                self._arrival_event)
 
     def _arrival_event(self, _ev) -> None:
         self.pending = False
         k = self.ctx.kernel
-        k.collect_wakes()
+        k.deferred = []                 # collect zero-latency wake-ups (Kernel.collect_wakes)
         self._deliver_next()
-        self.catch_up(self.env.now)
+        if self.t_next <= self.env.now:
+            self.catch_up(self.env.now)
         self._schedule()
         k.run_collected()
 
@@ -263,10 +267,9 @@ class OpenLoop(Workload):
         while self.t_next <= now:
             self._deliver_next()
 
-    def poke(self) -> None:
-        """A thread went idle: the next arrival may now wake it. (No delivery here: the
-        caller is between registering as idle and parking, and must not be woken.)"""
-        self._schedule()
+    # A thread went idle: the next arrival may now wake it. (No delivery here: the
+    # caller is between registering as idle and parking, and must not be woken.)
+    poke = _schedule
 
     def _trace_arrivals(self):
         env = self.env
