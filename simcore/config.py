@@ -278,7 +278,15 @@ def load(name_or_path: str, sets: list[str] = (), **run_overrides) -> Scenario:
         if key == "seed":
             data["seed"] = value
         elif key == "strategy":
-            data.setdefault("strategy", {})["name"] = value
+            st = data.setdefault("strategy", {})
+            if st.get("name", "shared-queue") != value:
+                # The scenario's tunables belong to its own strategy; keep only those
+                # given on the command line for the new one.
+                given = {parse_set(a)[0][2] for a in sets
+                         if parse_set(a)[0][:2] == ["strategy", "params"]
+                         and len(parse_set(a)[0]) == 3}
+                st["params"] = {k: v for k, v in st.get("params", {}).items() if k in given}
+            st["name"] = value
         else:
             data.setdefault("run", {})[key] = value
     if run_overrides.get("requests") is not None and run_overrides.get("duration_s") is None:

@@ -150,3 +150,31 @@ def test_replications_report_confidence_intervals(capsys):
     assert lo < r["throughput_rps"] < hi
     lo, hi = r["ci95"]["wait_us.mean"]
     assert lo < r["wait_us"]["mean"] < hi
+
+
+def test_switching_strategy_drops_the_scenarios_own_tunables_but_keeps_command_line_ones(
+        tmp_path):
+    from simcore.config import load
+
+    f = tmp_path / "s.toml"
+    f.write_text('[workload]\nkind = "open"\nrate_per_s = 100.0\n'
+                 '[strategy]\nname = "shared-queue"\nparams = { threads = 2 }\n'
+                 '[run]\nrequests = 10\n')
+    assert load(str(f)).strategy.params == {"threads": 2}
+    cfg = load(str(f), ["strategy.params.loops=3"], strategy="event-loop")
+    assert cfg.strategy.name == "event-loop" and cfg.strategy.params == {"loops": 3}
+    # Same strategy: nothing dropped.
+    assert load(str(f), strategy="shared-queue").strategy.params == {"threads": 2}
+
+
+def test_every_strategy_runs_every_built_in_scenario(capsys):
+    from simcore.config import builtin_names
+    from strategies import REGISTRY
+
+    for scenario in builtin_names():
+        for strategy in sorted(REGISTRY):
+            assert main(["run", scenario, "--strategy", strategy, "--requests", "150",
+                         "--json"]) == 0, (scenario, strategy)
+            r = json.loads(capsys.readouterr().out)
+            assert r["requests"] > 0 and r["stop_reason"] in ("request limit",
+                                                              "workload finished")
