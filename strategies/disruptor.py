@@ -47,9 +47,9 @@ Model (sources: LMAX-Exchange/disruptor, com.lmax.disruptor.*):
 
 Simplified: no multicast (every consumer handling every event, the diamond)
 because a request is consumed once; the WorkerPool (deprecated in 4.0) is not
-modelled. A spinning thread that another thread waits behind on its CPU gives
-way after ``kernel.min_granularity`` of continuous spinning, the CFS
-preemption that the simulated kernel only applies inside one long segment.
+modelled. A spinning thread that another thread waits behind on its CPU is
+preempted by the simulated kernel when its time slice is used up (CFS), and a
+yield is ``sched_yield`` (``Thread.yield_cpu``).
 """
 
 from __future__ import annotations
@@ -288,12 +288,6 @@ class Disruptor(Strategy):
                     pr.waiting = False
                     self.kernel.wake(pr.thread, t)
 
-    def _give_way(self, t, since: float) -> bool:
-        """A spinner that has held its CPU for a CFS slice while another thread waits
-        for that CPU is preempted (here: steps off and is placed again)."""
-        cpu = t.cpu
-        return bool(cpu.rq) and self.env.now - since >= self.kernel.min_granularity
-
     def _wait_for(self, t, nxt: int):
         """SequenceBarrier.waitFor(nxt) with the configured wait strategy; returns
         once the cursor has reached ``nxt``."""
@@ -308,14 +302,8 @@ class Disruptor(Strategy):
         spin_line = (Footprint(SHARED, CURSOR, 1, False),)
         if wait == "busy-spin":
             seg = Segment(p.spin_chunk_us * 1e-6 * ips, spin_line, label="busy-spin")
-            since = self.env.now
             while self.cursor < nxt:
-                if self._give_way(t, since):
-                    self.stats["yields_cpu"] += 1
-                    yield t.block(0.0)
-                    since = self.env.now
-                    continue
-                yield t.run(seg)
+                yield t.run(seg)          # the kernel preempts it when its slice is up
             return
         # yielding / sleeping: first 100 spins
         spins = Segment(SPIN_TRIES * p.spin_us * 1e-6 * ips, spin_line, label="spin")
@@ -328,7 +316,7 @@ class Disruptor(Strategy):
             while self.cursor < nxt:
                 if t.cpu.rq:                       # someone else can run: yield gives it the CPU
                     self.stats["yields_cpu"] += 1
-                    yield t.block(0.0)
+                    yield t.yield_cpu()
                 else:
                     yield t.run(chunk)
             return
@@ -338,7 +326,7 @@ class Disruptor(Strategy):
             if t.cpu.rq:
                 self.stats["yields_cpu"] += 1
                 left -= 1
-                yield t.block(0.0)
+                yield t.yield_cpu()
             else:
                 ins = left * p.yield_us * 1e-6 * ips
                 left = 0

@@ -141,7 +141,9 @@ def test_busy_spinner_gives_way_to_a_thread_queued_on_its_cpu():
     cfg.run.warmup = 0.0
     ctx, res, handled = run_tracked(cfg)
     assert_conserved(ctx, res, handled)
-    assert ctx.strategy.stats["yields_cpu"] > 0
+    # Spinners never park: every switch of theirs is the kernel preempting them.
+    spinners = [t for t in ctx.kernel.threads if t.name.startswith("disruptor-consumer")]
+    assert spinners and sum(t.cs for t in spinners) > 0
 
 
 def test_multi_producer_claims_with_a_contended_op_single_does_not():
