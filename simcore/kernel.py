@@ -1,10 +1,11 @@
 """The simulated OS: processes, threads, per-CPU run queues, wake-ups and placement.
 
-Threads are long-lived SimPy processes (generators) that a strategy writes.
-They talk to the kernel through three calls, each returning one event to yield:
+Threads are long-lived generators that a strategy writes, driven by SimPy
+events. They talk to the kernel through these calls, each returning one event
+to yield:
 
     yield thread.run(segment, request)   # compute on the CPU the thread holds
-    yield thread.park()                  # sleep until kernel.wake(thread)
+    yield thread.park(timeout=None)      # sleep until kernel.wake(thread)
     yield thread.block(seconds)          # leave the CPU for a blocking wait
     yield thread.yield_cpu()             # sched_yield: let a queued thread run first
 
