@@ -29,36 +29,33 @@ def mmc_cfg(c: int, rho: float, service_us: float = 1000.0, service="exponential
 CASES = [(0.5, 8, 20_000), (0.8, 8, 40_000), (0.95, 10, 150_000)]
 
 
+def assert_wait_in_ci(cfg, theory_s: float, reps: int) -> None:
+    mean, half = ci(replicate(cfg, WAIT, reps))
+    assert abs(mean - theory_s) <= half, (mean, theory_s, half)
+
+
 @pytest.mark.parametrize("rho,reps,n", CASES)
 def test_mm1_mean_wait_matches_theory(rho, reps, n):
     cfg, rate = mmc_cfg(1, rho, requests=n)
-    mean, half = ci(replicate(cfg, WAIT, reps))
-    theory = mmc_wait(rate, 1e-3, 1)
-    assert abs(mean - theory) <= half, (mean, theory, half)
+    assert_wait_in_ci(cfg, mmc_wait(rate, 1e-3, 1), reps)
 
 
 @pytest.mark.parametrize("rho,reps,n", CASES)
 def test_mmc_mean_wait_matches_erlang_c(rho, reps, n):
     cfg, rate = mmc_cfg(4, rho, requests=n)
-    mean, half = ci(replicate(cfg, WAIT, reps))
-    theory = mmc_wait(rate, 1e-3, 4)
-    assert abs(mean - theory) <= half, (mean, theory, half)
+    assert_wait_in_ci(cfg, mmc_wait(rate, 1e-3, 4), reps)
 
 
 @pytest.mark.parametrize("rho,reps,n", CASES)
 def test_md1_mean_wait_matches_pollaczek_khinchine(rho, reps, n):
     cfg, rate = mmc_cfg(1, rho, service="deterministic", requests=n)
-    mean, half = ci(replicate(cfg, WAIT, reps))
-    theory = mg1_wait(rate, 1e-3, 0.0)
-    assert abs(mean - theory) <= half, (mean, theory, half)
+    assert_wait_in_ci(cfg, mg1_wait(rate, 1e-3, 0.0), reps)
 
 
 def test_mg1_lognormal_matches_pollaczek_khinchine():
     cfg, rate = mmc_cfg(1, 0.7, service="lognormal", requests=40_000)
     cfg.workload.service_cv = 0.5
-    mean, half = ci(replicate(cfg, WAIT, 8))
-    theory = mg1_wait(rate, 1e-3, 0.25)
-    assert abs(mean - theory) <= half, (mean, theory, half)
+    assert_wait_in_ci(cfg, mg1_wait(rate, 1e-3, 0.25), 8)
 
 
 @pytest.mark.parametrize("c,rho,service", [(4, 0.8, "exponential"), (1, 0.5, "exponential"),
