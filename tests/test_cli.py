@@ -178,3 +178,18 @@ def test_every_strategy_runs_every_built_in_scenario(capsys):
             r = json.loads(capsys.readouterr().out)
             assert r["requests"] > 0 and r["stop_reason"] in ("request limit",
                                                               "workload finished")
+
+
+@pytest.mark.parametrize("args", [["pipeline"], ["web", "--strategy", "work-stealing"]])
+def test_same_seed_same_json_across_processes_and_hash_seeds(args):
+    """Bit for bit: nothing may depend on string hashing or process state."""
+    import os
+
+    def once(hashseed):
+        env = dict(os.environ, PYTHONHASHSEED=str(hashseed))
+        p = subprocess.run([sys.executable, "-m", "simcore.cli", "run", *args, "--requests",
+                            "400", "--json"], capture_output=True, text=True, env=env,
+                           check=True)
+        return p.stdout
+
+    assert once(1) == once(2)
