@@ -70,6 +70,7 @@ from __future__ import annotations
 from models.cache import CacheState
 from models.coherence import ContendedLines, Directory, Topology
 from models.membus import MemoryBus
+from models.presets import nominal_ips
 from models.smt import speed_table
 from simcore.work import CODE, THREAD
 
@@ -152,7 +153,7 @@ class HardwareMachine:
         self.cpu_core = topo.cpu_core
         self.cpu_llc = topo.cpu_llc
         self.cpu_socket = topo.cpu_socket
-        self.nominal_ips = p.base_ipc * p.pstates_ghz[-1] * 1e9
+        self.nominal_ips = nominal_ips(p)
         extra = p.extra or {}
 
         # clocks

@@ -243,7 +243,7 @@ class OpenLoop(Workload):
     def _arrival_event(self, _ev) -> None:
         self.pending = False
         k = self.ctx.kernel
-        k.deferred = []                 # collect zero-latency wake-ups (Kernel.collect_wakes)
+        k.collect_wakes()
         self._deliver_next()
         if self.t_next <= self.env.now:
             self.catch_up(self.env.now)

@@ -35,6 +35,7 @@ class SimContext:
         self.server = kernel.process("server", self.server_cpus)
         self.strategy = None
         self.workload = None
+        self.done = None     # done(req, thread): the server handled req (build() sets it)
 
     @staticmethod
     def arrivals_may_wake() -> None:
@@ -55,10 +56,6 @@ class SimContext:
         if not spec:
             raise ConfigError(field, "an empty CPU list")
         return sorted(set(spec))
-
-    def done(self, req, thread) -> None:
-        """The server has handled ``req``."""
-        self.workload.finished(req, thread)
 
 
 def build_machine(cfg: Scenario):
@@ -102,6 +99,8 @@ def build_machine(cfg: Scenario):
     default_on = preset.name != "ideal"
     effects = {e: (getattr(m.effects, e) if getattr(m.effects, e) is not None else default_on)
                for e in EFFECTS}
+    from models.dvfs import GOVERNORS
+
     if m.governor is not None and m.governor not in GOVERNORS:
         raise ConfigError("machine.governor", f"unknown governor {m.governor!r}; known: "
                           f"{', '.join(GOVERNORS)}")
@@ -126,7 +125,6 @@ def build_machine(cfg: Scenario):
         raise ConfigError(field, reason) from None
 
 
-GOVERNORS = ("performance", "powersave", "userspace", "ondemand", "conservative", "schedutil")
 
 
 def _stretch_smt(curve, k):
