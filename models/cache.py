@@ -56,14 +56,15 @@ lines per set: linear interpolation error <= h^2/8 * max|W''| < 1e-5).
 from __future__ import annotations
 
 import math
+from array import array
 
-# Table index of a lam >= 0, where floor == int: math.floor(x) is ~3x cheaper than
-# int(x) (a call of the int type), which matters in CacheState's hot path.
-_floor = math.floor
+from simcore.work import CODE, OWNER_KINDS, THREAD
 
 # Spacing of the warmth table in lam = K/S (foreign lines per set).
 LAMBDA_STEP = 1.0 / 128.0
 _INV_STEP = 128.0
+# No cap on an access's misses.
+_INF = math.inf
 # Below this warmth (per set, with the footprint filling the cache) an owner is forgotten.
 DEAD_WARMTH = 1e-7
 
@@ -168,8 +169,20 @@ def warmth_table(ways: int) -> WarmthTable:
     return t
 
 
+class _Entry:
+    """What a cache remembers of one owner: the clock after its last touch, the
+    lines of its footprint, the coherence version it saw."""
+
+    __slots__ = ("stamp", "fp", "version")
+
+    def __init__(self, stamp: float, fp: float, version):
+        self.stamp = stamp
+        self.fp = fp
+        self.version = version
+
+
 class CacheState:
-    """One cache instance: a fill clock and, per owner, [stamp, footprint lines, version].
+    """One cache instance: a fill clock and, per owner, an _Entry (stamp, lines, version).
 
     size_bytes, ways, line_bytes  geometry (sets = lines / ways)
     max_owners                    bound on remembered owners (default lines/2 in 512..32768)
@@ -208,27 +221,26 @@ class CacheState:
         self.max_owners = max(2, int(max_owners))
         self._sweep_at = min(self.max_owners, 256)
         tab = warmth_table(ways)
-        self._icpt = tab.icpt
-        self._slope = tab.slope
+        self._icpt = array("d", tab.icpt)   # typed double[::1] when compiled
+        self._slope = array("d", tab.slope)
         self._tn = tab.n
         self._k_dead = tab.lam_dead * self.sets
         self.name = name
 
     def _surv(self, e) -> float:
         """Lines of entry ``e``'s footprint still resident: S*a*(W(K/S) - W((K+fp)/S))."""
-        fp = e[1]
-        k = self.clock - e[0]
+        fp = e.fp
+        k = self.clock - e.stamp
         x = k * self._scale if k > 0.0 else 0.0
-        i = _floor(x)
-        tn = self._tn
-        if i >= tn:
+        if x >= self._tn:
             return 0.0
         c = self._icpt
         b = self._slope
+        i = int(x)
         w = c[i] + b[i] * x
         x += fp * self._scale
-        i = _floor(x)
-        if i < tn:
+        if x < self._tn:
+            i = int(x)
             w -= c[i] + b[i] * x
         s = self.lines * w
         if s > fp:
@@ -238,20 +250,20 @@ class CacheState:
     def resident(self, key, version=None) -> float:
         """Lines of ``key``'s recorded footprint still resident now (0 if unknown/invalid)."""
         e = self.owners.get(key)
-        if e is None or (version is not None and e[2] != version):
+        if e is None or (version is not None and e.version != version):
             return 0.0
         return self._surv(e)
 
     def warm(self, key, lines: float, version=None) -> float:
         """Warm lines among ``lines`` of ``key`` touched now (no state change)."""
         e = self.owners.get(key)
-        if e is None or (version is not None and e[2] != version):
+        if e is None or (version is not None and e.version != version):
             return 0.0
         surv = self._surv(e)
-        fp = e[1]
+        fp = e.fp
         return surv if lines >= fp else surv * lines / fp
 
-    def access(self, key, lines: float, cap: float | None = None, version=None,
+    def access(self, key, lines: float, cap: float = _INF, version=None,
                store=None, extra_fills: float = 0.0) -> float:
         """Touch ``lines`` of ``key``; returns the misses (lines not warm, at most ``cap``).
 
@@ -263,27 +275,28 @@ class CacheState:
         if store is None:
             store = version
         e = self.owners.get(key)
-        if e is None or (version is not None and e[2] != version):
+        if e is None or (version is not None and e.version != version):
             miss = lines
             fp = lines
         else:
-            # _surv inlined: this is the simulator's hottest code
-            fp = e[1]
-            k = self.clock - e[0]
+            # _surv inlined: this is the simulator's hottest code. Table positions
+            # are compared with the table's length before the int() (x >= 0, so
+            # int() is floor): compiled, int() is a C cast, defined only in range.
+            fp = e.fp
+            k = self.clock - e.stamp
             scale = self._scale
             x = k * scale if k > 0.0 else 0.0
-            i = _floor(x)
-            tn = self._tn
-            if i >= tn:
+            if x >= self._tn:
                 miss = lines
                 fp = lines
             else:
                 c = self._icpt
                 b = self._slope
+                i = int(x)
                 w = c[i] + b[i] * x
                 x += fp * scale
-                i = _floor(x)
-                if i < tn:
+                if x < self._tn:
+                    i = int(x)
                     w -= c[i] + b[i] * x
                 surv = self.lines * w
                 if surv > fp:
@@ -298,26 +311,31 @@ class CacheState:
                     f = lines / fp
                     miss = lines - surv * f
                     fp = lines + surv * (1.0 - f)
-        if cap is not None and miss > cap:
+        if miss > cap:
             miss = cap
         self.clock = clock = self.clock + miss + extra_fills
         if e is None:
-            self.owners[key] = [clock, fp, store]
+            # __new__ and three stores: compiled, this skips __init__'s argument parsing
+            e = _Entry.__new__(_Entry)
+            e.stamp = clock
+            e.fp = fp
+            e.version = store
+            self.owners[key] = e
             if len(self.owners) > self._sweep_at:
                 self._sweep()
         else:
-            e[0] = clock
-            e[1] = fp
-            e[2] = store
+            e.stamp = clock
+            e.fp = fp
+            e.version = store
         return miss
 
     def _sweep(self) -> None:
         owners = self.owners
         horizon = self.clock - self._k_dead
-        live = {k: e for k, e in owners.items() if e[0] >= horizon}
+        live = {k: e for k, e in owners.items() if e.stamp >= horizon}
         keep = self.max_owners // 2
         if len(live) > keep:
-            live = dict(sorted(live.items(), key=lambda kv: kv[1][0])[-keep:])
+            live = dict(sorted(live.items(), key=lambda kv: kv[1].stamp)[-keep:])
         self.owners = live
         self._sweep_at = min(self.max_owners, max(256, len(live) + (len(live) >> 1) + 1))
         if self._sweep_at <= len(live):
@@ -325,3 +343,160 @@ class CacheState:
 
     def __len__(self) -> int:
         return len(self.owners)
+
+
+# Owner ids (Hierarchy.owner_id): kind codes, in OWNER_KINDS order, and the bound
+# below which an int key maps arithmetically (4 * key + code stays a machine word).
+_KIND_CODE = {kind: code for code, kind in enumerate(OWNER_KINDS)}
+_ARITH_KEYS = 1 << 60
+
+
+class Hierarchy:
+    """A machine's caches and the walk of one segment's footprints through them.
+
+    The hot loop of models.hardware.HardwareMachine.execute (whose docstring
+    gives the accounting), kept here so that it compiles with CacheState when
+    the extension is built (models/cache.pxd; see docs/engine.md "Speed").
+
+    l1d, l1i, l2  per physical core (l1i entries None: code shares the L1d;
+                  has_l2 False: no private L2, L1 misses go to the LLC)
+    llc           per LLC domain
+    coherence     check and update ``directory`` (models.coherence.Directory)
+    topology      models.coherence.Topology (LLC domains, transfer latencies)
+
+    ``touch(core, llc_domain, footprint, thread_key)`` returns
+    (l2_hits, llc_hits, dram_lines, c2c_ns, data_lines, l1_misses, llc_loads,
+    llc_misses); ``c2c_lines`` counts the lines moved core to core so far.
+
+    Owner ids: the directory and the caches know an owner (kind, key) by an int,
+    so the five tables a footprint visits hash and compare a machine word rather
+    than a tuple (a third of the full model's time went to that). Non-negative
+    int keys (request and thread ids) map arithmetically, 4 * key + kind; other
+    keys get negative ids from a table (structures and connections: a few per
+    scenario). ``owner(oid)`` gives (kind, key) back.
+    """
+
+    __slots__ = ("l1d", "l1i", "l2", "llc", "has_l2", "coherence", "directory", "topology",
+                 "c2c_lines", "_ids", "_names")
+
+    def __init__(self, l1d, l1i, l2, llc, has_l2, coherence, directory, topology):
+        self.l1d = list(l1d)
+        self.l1i = [d if i is None else i for i, d in zip(l1i, l1d, strict=True)]
+        self.l2 = list(l2) if has_l2 else self.l1d
+        self.llc = list(llc)
+        self.has_l2 = bool(has_l2)
+        self.coherence = bool(coherence)
+        self.directory = directory
+        self.topology = topology
+        self.c2c_lines = 0.0
+        self._ids = {}       # (kind, key) -> negative id, for keys that are not ids
+        self._names = []     # -id - 1 -> (kind, key)
+
+    def owner_id(self, kind, key):
+        """The int the tables know owner (kind, key) by (see the class docstring)."""
+        if type(key) is int and key >= 0 and key < _ARITH_KEYS:
+            code = _KIND_CODE.get(kind, -1)
+            if code >= 0:
+                ik = key            # a C integer when compiled
+                return ik * 4 + code
+        return self._table_id(kind, key)
+
+    def _table_id(self, kind, key):
+        k = (kind, key)
+        oid = self._ids.get(k)
+        if oid is None:
+            self._names.append(k)
+            oid = self._ids[k] = -len(self._names)
+        return oid
+
+    def owner(self, oid):
+        """(kind, key) of an owner id."""
+        if oid >= 0:
+            return OWNER_KINDS[oid % 4], oid // 4
+        return self._names[-oid - 1]
+
+    def touch(self, core, my_llc, footprint, thread_key):
+        l1 = self.l1d[core]
+        l1i = self.l1i[core]
+        l2 = self.l2[core]
+        llc = self.llc[my_llc]
+        coh = self.coherence
+        directory = self.directory
+        entries = directory.entries
+        has_l2 = self.has_l2
+        l2_hits = llc_hits = dram = c2c_ns = touched = l1m = llcl = llcm = 0.0
+        for f in footprint:
+            lines = f.lines
+            if lines <= 0.0:
+                continue
+            kind = f.kind
+            key = f.key
+            if key is None and kind == THREAD:
+                key = thread_key
+            okey = self.owner_id(kind, key)
+            ver = store = None
+            x = cross = 0.0
+            if coh:
+                d = entries.get(okey)
+                if d is None:
+                    if f.writes:
+                        store = directory.write(okey, core)
+                        entries = directory.entries   # a write may trim the table
+                else:
+                    store = ver = d[1]
+                    if d[0] != core:
+                        if d[2]:
+                            # modified by another core: our private copies are stale
+                            # (the version check makes them miss); the lines still
+                            # warm in the writer's caches come over, then are shared
+                            x, lat, cross = self._from_writer(d, core, my_llc, okey, lines)
+                            c2c_ns += x * lat
+                        if f.writes:
+                            store = directory.write(okey, core)
+                            entries = directory.entries
+                    elif f.writes and not d[2]:
+                        # we wrote it last but others have read it since: their
+                        # copies are invalidated (while dirty, nobody else has one)
+                        store = directory.write(okey, core)
+                        entries = directory.entries
+            is_code = kind == CODE
+            m1 = (l1i if is_code else l1).access(okey, lines, _INF, ver, store)
+            m2 = l2.access(okey, lines, m1, ver, store) if has_l2 else m1
+            if x > 0.0:
+                # the transferred lines are not LLC hits nor DRAM reads
+                m3 = llc.access(okey, lines, m2 - x, ver, store, cross)
+                llc_hits += m2 - x - m3
+                if not is_code:
+                    llcm += cross
+            else:
+                m3 = llc.access(okey, lines, m2, ver, store)
+                llc_hits += m2 - m3
+            l2_hits += m1 - m2
+            dram += m3
+            if not is_code:
+                touched += lines
+                l1m += m1
+                llcl += m2
+                llcm += m3
+        return (l2_hits, llc_hits, dram, c2c_ns, touched, l1m, llcl, llcm)
+
+    def _from_writer(self, d, core, my_llc, okey, lines):
+        """Lines of ``okey`` modified by core d[0] that it still holds: returns
+        (lines transferred, latency ns, those of them from outside this LLC domain).
+        The writer's copy becomes shared (clean)."""
+        wcore = d[0]
+        ver = d[1]
+        topo = self.topology
+        wllc = topo.core_llc[wcore]
+        held = self.l2[wcore].warm(okey, lines, ver)
+        d[2] = False
+        if wllc == my_llc:
+            x = held if held < lines else lines
+            self.c2c_lines += x
+            return x, topo.ns_llc, 0.0
+        h = self.llc[wllc].warm(okey, lines, ver)
+        if h > held:
+            held = h
+        x = held if held < lines else lines
+        self.c2c_lines += x
+        return x, topo.core_transfer_ns(core, wcore), x

@@ -123,13 +123,16 @@ class Directory:
         if e is None:
             self.entries[key] = [core, v, True]
             if len(self.entries) > self.max_entries:
-                keep = sorted(self.entries.items(), key=lambda kv: kv[1][1])
-                self.entries = dict(keep[len(keep) - self.max_entries // 2:])
+                self._trim()
         else:
             e[0] = core
             e[1] = v
             e[2] = True
         return v
+
+    def _trim(self) -> None:
+        keep = sorted(self.entries.items(), key=lambda kv: kv[1][1])
+        self.entries = dict(keep[len(keep) - self.max_entries // 2:])
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -67,12 +67,11 @@ first, then the SMT siblings; cpu N's sibling is cpu N + cores).
 
 from __future__ import annotations
 
-from models.cache import CacheState
+from models.cache import CacheState, Hierarchy
 from models.coherence import ContendedLines, Directory, Topology
 from models.membus import MemoryBus
 from models.presets import nominal_ips
 from models.smt import speed_table
-from simcore.work import CODE, THREAD
 
 EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs",
            "energy")
@@ -199,6 +198,9 @@ class HardwareMachine:
             self.l1d = self.l1i = self.l2 = self.llc = []
             self._has_l2 = True
         self.directory = Directory()
+        self.hierarchy = (Hierarchy(self.l1d, self.l1i, self.l2, self.llc, self._has_l2,
+                                    self._coh, self.directory, topo)
+                          if self._caches else None)
         self._l2_cyc = max(0.0, p.l2_lat_cyc - p.l1_lat_cyc)
         self._llc_cyc = max(0.0, p.llc_lat_cyc - p.l1_lat_cyc)
         self._inv_mlp = 1.0 / max(1e-9, p.mlp)
@@ -225,7 +227,6 @@ class HardwareMachine:
         self._ns_llc = topo.ns_llc
 
         # run statistics
-        self.c2c_lines = 0.0
         self.c2c_ns = 0.0
         self.dram_lines = 0.0
 
@@ -248,68 +249,9 @@ class HardwareMachine:
 
         footprint = seg.footprint
         if footprint and self._caches:
-            core = self.cpu_core[cpu]
-            my_llc = self.cpu_llc[cpu]
-            l1 = self.l1d[core]
-            l1i = self.l1i[core]
-            if l1i is None:             # a preset without an L1i: code shares the L1d
-                l1i = l1
-            l2 = self.l2[core]
-            llc = self.llc[my_llc]
-            coh = self._coh
-            dget = self.directory.entries.get
-            dwrite = self.directory.write
-            has_l2 = self._has_l2
-            l2_hits = llc_hits = dram = c2c_ns = touched = 0.0
-            for f in footprint:
-                L = f.lines
-                if L <= 0.0:
-                    continue
-                kind = f.kind
-                key = f.key
-                if key is None and kind == THREAD:
-                    key = thread_key
-                okey = (kind, key)
-                ver = store = None
-                x = 0.0
-                if coh:
-                    d = dget(okey)
-                    if d is None:
-                        if f.writes:
-                            store = dwrite(okey, core)
-                    else:
-                        store = ver = d[1]
-                        if d[0] != core:
-                            if d[2]:
-                                # modified by another core: our private copies are stale
-                                # (the version check makes them miss); the lines still
-                                # warm in the writer's caches come over, then are shared
-                                x, lat, cross = self._from_writer(d, core, my_llc, okey, L)
-                                c2c_ns += x * lat
-                            if f.writes:
-                                store = dwrite(okey, core)
-                        elif f.writes and not d[2]:
-                            # we wrote it last but others have read it since: their
-                            # copies are invalidated (while dirty, nobody else has one)
-                            store = dwrite(okey, core)
-                m1 = (l1i if kind == CODE else l1).access(okey, L, None, ver, store)
-                m2 = l2.access(okey, L, m1, ver, store) if has_l2 else m1
-                if x:
-                    # the transferred lines are not LLC hits nor DRAM reads
-                    m3 = llc.access(okey, L, m2 - x, ver, store, cross)
-                    llc_hits += m2 - x - m3
-                    if kind != CODE:
-                        llcm += cross
-                else:
-                    m3 = llc.access(okey, L, m2, ver, store)
-                    llc_hits += m2 - m3
-                l2_hits += m1 - m2
-                dram += m3
-                if kind != CODE:
-                    touched += L
-                    l1m += m1
-                    llcl += m2
-                    llcm += m3
+            (l2_hits, llc_hits, dram, c2c_ns, touched, l1m, llcl,
+             llcm) = self.hierarchy.touch(self.cpu_core[cpu], self.cpu_llc[cpu], footprint,
+                                          thread_key)
             inv_mlp = self._inv_mlp
             reload_s = ((l2_hits * self._l2_cyc + llc_hits * self._llc_cyc) * s_per_cyc
                         + dram * self._dram_ns * 1e-9) * inv_mlp
@@ -340,26 +282,10 @@ class HardwareMachine:
         cycles = cyc + (reload_s + coher_s + contend_s) * ghz * 1e9
         return (dur, cycles, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s, contend_s)
 
-    def _from_writer(self, d, core, my_llc, okey, L):
-        """Lines of ``okey`` modified by core d[0] that it still holds: returns
-        (lines transferred, latency ns, those of them from outside this LLC domain).
-        The writer's copy becomes shared (clean)."""
-        wcore = d[0]
-        ver = d[1]
-        topo = self.topology
-        wllc = topo.core_llc[wcore]
-        held = self.l2[wcore].warm(okey, L, ver)
-        d[2] = False
-        if wllc == my_llc:
-            x = held if held < L else L
-            self.c2c_lines += x
-            return x, topo.ns_llc, 0.0
-        h = self.llc[wllc].warm(okey, L, ver)
-        if h > held:
-            held = h
-        x = held if held < L else L
-        self.c2c_lines += x
-        return x, topo.core_transfer_ns(core, wcore), x
+    @property
+    def c2c_lines(self) -> float:
+        """Lines moved core to core so far (coherence transfers)."""
+        return self.hierarchy.c2c_lines if self.hierarchy is not None else 0.0
 
     def current_ghz(self, cpu, now) -> float:
         """The clock of ``cpu`` now (for cycles of kernel work the engine charges)."""

@@ -220,10 +220,10 @@ def test_subset_touch_and_cap():
 
 def test_version_mismatch_reads_cold():
     c = l1()
-    c.access("t", 64, None, version=None, store=7)
+    c.access("t", 64, version=None, store=7)
     assert c.warm("t", 64, version=7) == pytest.approx(64, rel=1e-3)
     assert c.warm("t", 64, version=8) == 0.0      # written elsewhere since: invalid
-    assert c.access("t", 64, None, version=8) == 64
+    assert c.access("t", 64, version=8) == 64
     assert c.warm("t", 64) == pytest.approx(64, rel=1e-3)  # no check requested
 
 
@@ -243,3 +243,23 @@ def test_dead_owners_are_forgotten_even_below_the_cap():
         c.access(("x", i), 4)
     # a 512-line cache cannot keep tens of thousands of owners alive
     assert len(c) < 20000 // 4
+
+
+# ----------------------------------------------------------------------------- owner ids
+@given(st.lists(st.tuples(st.sampled_from(["task", "thread", "code", "shared", "other"]),
+                          st.one_of(st.integers(-5, 2**62), st.text(max_size=3),
+                                    st.tuples(st.just("conn"), st.integers(0, 9)))),
+                min_size=1, max_size=40))
+@settings(max_examples=60, deadline=None)
+def test_owner_ids_are_one_to_one_and_invertible(owners):
+    from models.cache import Hierarchy
+    from models.coherence import Directory
+
+    h = Hierarchy([], [], [], [], True, True, Directory(), None)
+    ids = {}
+    for kind, key in owners:
+        oid = h.owner_id(kind, key)
+        assert h.owner_id(kind, key) == oid              # stable
+        assert h.owner(oid) == (kind, key)              # invertible
+        ids.setdefault(oid, (kind, key))
+        assert ids[oid] == (kind, key)                  # no two owners share an id

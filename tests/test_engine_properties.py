@@ -99,3 +99,25 @@ def test_littles_law_tight_on_long_run():
     _, res = run_ctx(cfg)
     lam_w = res["throughput_rps"] * res["latency_us"]["mean"] * 1e-6
     assert abs(res["mean_in_system"] - lam_w) / lam_w < 0.01
+
+
+def test_a_run_batches_garbage_collection_and_restores_the_thresholds():
+    import gc
+
+    import simcore.run as run_mod
+
+    before = gc.get_threshold()
+    seen = []
+    cfg = scenario(requests=300)
+    ctx = run_mod.build(cfg, 1)
+    ctx.env.process(_record_threshold(ctx.env, seen))
+    run_built(ctx)
+    assert seen and seen[0][0] == run_mod.GC_GEN0_THRESHOLD
+    assert gc.get_threshold() == before
+
+
+def _record_threshold(env, seen):
+    import gc
+
+    yield env.timeout(0)
+    seen.append(gc.get_threshold())

@@ -421,8 +421,9 @@ def test_code_footprints_live_in_the_l1i_not_the_l1d():
     m.execute(0, code, 1, 0.0)
     m.execute(0, data, 1, 1e-6)
     core = m.cpu_core[0]
-    assert ("handler" in str(list(m.l1i[core].owners))) and m.l1d[core].owners
-    assert not any("handler" in str(k) for k in m.l1d[core].owners)
+    owner = m.hierarchy.owner
+    assert (CODE, "handler") in [owner(k) for k in m.l1i[core].owners]
+    assert [owner(k) for k in m.l1d[core].owners] == [(TASK, 1)]
     # Warm code then costs no L1 data misses on the next run.
     again = m.execute(0, code, 1, 2e-6)
     assert again[C_L1M] == 0

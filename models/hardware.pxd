@@ -1,0 +1,27 @@
+# Static types for compiling models/hardware.py with Cython (setup.py); the .py
+# stays plain Python and is the fallback. See models/cache.pxd.
+import cython
+from models.cache cimport Hierarchy
+from models.membus cimport MemoryBus
+
+
+cdef class HardwareMachine:
+    cdef public object preset, effects, topology, clock, meter, lines, directory, env
+    cdef public MemoryBus membus
+    cdef public object governor, cpu_core, cpu_llc, cpu_socket, l1d, l1i, l2, llc
+    cdef public Hierarchy hierarchy
+    cdef public Py_ssize_t n_cpus, freq_changes
+    cdef public double nominal_ips, max_ghz, c2c_ns, dram_lines
+    cdef public bint dvfs_available
+    cdef double _fixed_ghz, _ipc, _l2_cyc, _llc_cyc, _inv_mlp, _dram_ns, _lpi, _ns_llc
+    cdef double _ctx_s, _futex_s, _wake_busy_s, _wake_idle_s, _wake_shallow_s, _deep_after_s
+    cdef bint _dvfs, _smt, _caches, _coh, _has_l2, _membus_on, _contention
+    cdef list _speed, _busy, _core_busy
+
+    @cython.locals(ghz=double, s_per_cyc=double, ins=double, cyc=double, k=Py_ssize_t,
+                   compute_s=double, reload_s=double, coher_s=double, contend_s=double,
+                   l1l=double, l1m=double, llcl=double, llcm=double, l2_hits=double,
+                   llc_hits=double, dram=double, c2c_ns=double, touched=double,
+                   inv_mlp=double, n_ops=double, spacing=double, stall=double,
+                   transfers=double, t_ns=double, dur=double, cycles=double)
+    cpdef tuple execute(self, Py_ssize_t cpu, seg, thread_key, double now)
