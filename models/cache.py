@@ -426,11 +426,14 @@ class Hierarchy:
         has_l2 = self.has_l2
         l2_hits = llc_hits = dram = c2c_ns = touched = l1m = llcl = llcm = 0.0
         for f in footprint:
-            lines = f.lines
+            # simcore.work.Footprint is a named tuple (kind, key, lines, writes); by
+            # position, since compiled that is a load rather than an attribute lookup
+            lines = f[2]
             if lines <= 0.0:
                 continue
-            kind = f.kind
-            key = f.key
+            kind = f[0]
+            key = f[1]
+            writes = f[3]
             if key is None and kind == THREAD:
                 key = thread_key
             okey = self.owner_id(kind, key)
@@ -439,7 +442,7 @@ class Hierarchy:
             if coh:
                 d = entries.get(okey)
                 if d is None:
-                    if f.writes:
+                    if writes:
                         store = directory.write(okey, core)
                         entries = directory.entries   # a write may trim the table
                 else:
@@ -451,10 +454,10 @@ class Hierarchy:
                             # warm in the writer's caches come over, then are shared
                             x, lat, cross = self._from_writer(d, core, my_llc, okey, lines)
                             c2c_ns += x * lat
-                        if f.writes:
+                        if writes:
                             store = directory.write(okey, core)
                             entries = directory.entries
-                    elif f.writes and not d[2]:
+                    elif writes and not d[2]:
                         # we wrote it last but others have read it since: their
                         # copies are invalidated (while dirty, nobody else has one)
                         store = directory.write(okey, core)

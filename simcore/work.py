@@ -14,6 +14,7 @@ consumer, a thread's stack follows the thread, code is shared by everyone.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 # Owner kinds. A footprint entry is (kind, key, lines, writes):
 #   TASK   - the request's own data; key is the request id (written by the producer)
@@ -24,9 +25,13 @@ TASK, THREAD, CODE, SHARED = "task", "thread", "code", "shared"
 OWNER_KINDS = (TASK, THREAD, CODE, SHARED)
 
 
-@dataclass(slots=True)
-class Footprint:
-    """Cache lines a segment touches that belong to one owner."""
+class Footprint(NamedTuple):
+    """Cache lines a segment touches that belong to one owner.
+
+    A named tuple, not a dataclass: the compiled footprint walk
+    (models.cache.Hierarchy.touch) reads the fields by position, which costs a
+    pointer load where an attribute lookup costs a type-dictionary probe.
+    """
 
     kind: str
     key: object

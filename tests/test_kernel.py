@@ -137,3 +137,47 @@ def test_exited_threads_are_forgotten_but_their_counters_kept():
     c = k.counters_now()["processes"]["p"]
     assert c["task_clock_s"] == pytest.approx(50 * 10 * US)
     assert c["instructions"] == pytest.approx(50 * 10_000)
+
+
+# ----------------------------------------------------------------------------- run-ahead
+@pytest.mark.parametrize("name, sets", [
+    ("pipeline", {}),                                    # one busy thread: mostly run-ahead
+    ("pipeline", {"strategy.name": "pec"}),              # hand-offs between threads
+    ("mmc", {}),
+    ("web", {"strategy.name": "work-stealing"}),
+    ("contended", {}),
+])
+def test_run_ahead_gives_exactly_the_results_of_one_event_per_segment(monkeypatch, name, sets):
+    """segment_done skips the event queue only when its timeout would be the next
+    event anyway; with it switched off (always a timeout) every number is the same."""
+    import json
+
+    import simcore.kernel as kernel_mod
+    from simcore.run import simulate
+    from tests.helpers import scenario
+
+    cfg = scenario(name, sets, requests=1500)
+    ahead = json.dumps(simulate(cfg), sort_keys=True, default=str)
+    calls = []
+
+    def always_a_timeout(env, delay):
+        calls.append(delay)
+        return kernel_mod.fast_timeout(env, delay)
+
+    monkeypatch.setattr(kernel_mod, "segment_done", always_a_timeout)
+    queued = json.dumps(simulate(scenario(name, sets, requests=1500)), sort_keys=True,
+                        default=str)
+    assert calls and ahead == queued
+
+
+def test_run_ahead_moves_the_clock_only_when_nothing_is_due_before():
+    from simcore.kernel import segment_done
+
+    env = simpy.Environment()
+    ev = segment_done(env, 2.0)                 # empty queue: straight on
+    assert env.now == 2.0 and ev.callbacks is None
+    env.timeout(1.0)                            # due at 3.0
+    ev = segment_done(env, 1.0)                 # would end at 3.0, a tie: must queue
+    assert env.now == 2.0 and ev.callbacks == []
+    env.run()
+    assert env.now == 3.0
