@@ -32,13 +32,17 @@ cdef class CacheState:
     cpdef double access(self, key, double lines, double cap=*, version=*, store=*,
                         double extra_fills=*)
 
+    @cython.locals(horizon=double, live=dict, e=_Entry, keep=Py_ssize_t)
+    cpdef _sweep(self)
+
 
 cdef class Hierarchy:
     cdef public list l1d, l1i, l2, llc
     cdef public bint has_l2, coherence
     cdef public Directory directory
     cdef public object topology
-    cdef public double c2c_lines
+    cdef public double c2c_lines, l2_hits, llc_hits, dram_lines, c2c_ns, data_lines
+    cdef public double l1_misses, llc_loads, llc_misses
     cdef dict _ids
     cdef list _names
 
@@ -50,7 +54,7 @@ cdef class Hierarchy:
                    m1=double, m2=double, m3=double, l2_hits=double, llc_hits=double,
                    dram=double, c2c_ns=double, touched=double, l1m=double, llcl=double,
                    llcm=double, coh=bint, has_l2=bint, is_code=bint)
-    cpdef tuple touch(self, Py_ssize_t core, Py_ssize_t my_llc, footprint, thread_key)
+    cpdef touch(self, Py_ssize_t core, Py_ssize_t my_llc, footprint, thread_key)
 
     @cython.locals(held=double, h=double, x=double, wllc=Py_ssize_t)
     cdef tuple _from_writer(self, list d, Py_ssize_t core, Py_ssize_t my_llc, okey,

@@ -181,6 +181,11 @@ class _Entry:
         self.version = version
 
 
+def _newest(owners: dict, keep: int) -> dict:
+    """The ``keep`` most recently stamped entries of ``owners`` (ties: the later-inserted)."""
+    return dict(sorted(owners.items(), key=lambda kv: kv[1].stamp)[-keep:])
+
+
 class CacheState:
     """One cache instance: a fill clock and, per owner, an _Entry (stamp, lines, version).
 
@@ -330,12 +335,14 @@ class CacheState:
         return miss
 
     def _sweep(self) -> None:
-        owners = self.owners
         horizon = self.clock - self._k_dead
-        live = {k: e for k, e in owners.items() if e.stamp >= horizon}
+        live = {}
+        for k, e in self.owners.items():
+            if e.stamp >= horizon:
+                live[k] = e
         keep = self.max_owners // 2
         if len(live) > keep:
-            live = dict(sorted(live.items(), key=lambda kv: kv[1].stamp)[-keep:])
+            live = _newest(live, keep)
         self.owners = live
         self._sweep_at = min(self.max_owners, max(256, len(live) + (len(live) >> 1) + 1))
         if self._sweep_at <= len(live):
@@ -364,9 +371,11 @@ class Hierarchy:
     coherence     check and update ``directory`` (models.coherence.Directory)
     topology      models.coherence.Topology (LLC domains, transfer latencies)
 
-    ``touch(core, llc_domain, footprint, thread_key)`` returns
-    (l2_hits, llc_hits, dram_lines, c2c_ns, data_lines, l1_misses, llc_loads,
-    llc_misses); ``c2c_lines`` counts the lines moved core to core so far.
+    ``touch(core, llc_domain, footprint, thread_key)`` walks the footprints and
+    leaves the segment's totals in ``l2_hits``, ``llc_hits``, ``dram_lines``,
+    ``c2c_ns``, ``data_lines``, ``l1_misses``, ``llc_loads`` and ``llc_misses``
+    (fields, not a tuple: compiled, the caller reads them as C doubles);
+    ``c2c_lines`` counts the lines moved core to core so far.
 
     Owner ids: the directory and the caches know an owner (kind, key) by an int,
     so the five tables a footprint visits hash and compare a machine word rather
@@ -377,7 +386,8 @@ class Hierarchy:
     """
 
     __slots__ = ("l1d", "l1i", "l2", "llc", "has_l2", "coherence", "directory", "topology",
-                 "c2c_lines", "_ids", "_names")
+                 "c2c_lines", "_ids", "_names", "l2_hits", "llc_hits", "dram_lines", "c2c_ns",
+                 "data_lines", "l1_misses", "llc_loads", "llc_misses")
 
     def __init__(self, l1d, l1i, l2, llc, has_l2, coherence, directory, topology):
         self.l1d = list(l1d)
@@ -389,6 +399,8 @@ class Hierarchy:
         self.directory = directory
         self.topology = topology
         self.c2c_lines = 0.0
+        self.l2_hits = self.llc_hits = self.dram_lines = self.c2c_ns = 0.0
+        self.data_lines = self.l1_misses = self.llc_loads = self.llc_misses = 0.0
         self._ids = {}       # (kind, key) -> negative id, for keys that are not ids
         self._names = []     # -id - 1 -> (kind, key)
 
@@ -481,7 +493,14 @@ class Hierarchy:
                 l1m += m1
                 llcl += m2
                 llcm += m3
-        return (l2_hits, llc_hits, dram, c2c_ns, touched, l1m, llcl, llcm)
+        self.l2_hits = l2_hits
+        self.llc_hits = llc_hits
+        self.dram_lines = dram
+        self.c2c_ns = c2c_ns
+        self.data_lines = touched
+        self.l1_misses = l1m
+        self.llc_loads = llcl
+        self.llc_misses = llcm
 
     def _from_writer(self, d, core, my_llc, okey, lines):
         """Lines of ``okey`` modified by core d[0] that it still holds: returns

@@ -22,6 +22,6 @@ cdef class HardwareMachine:
                    compute_s=double, reload_s=double, coher_s=double, contend_s=double,
                    l1l=double, l1m=double, llcl=double, llcm=double, l2_hits=double,
                    llc_hits=double, dram=double, c2c_ns=double, touched=double,
-                   inv_mlp=double, n_ops=double, spacing=double, stall=double,
+                   inv_mlp=double, n_ops=double, h=Hierarchy, spacing=double, stall=double,
                    transfers=double, t_ns=double, dur=double, cycles=double)
     cpdef tuple execute(self, Py_ssize_t cpu, seg, thread_key, double now)

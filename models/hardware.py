@@ -249,9 +249,16 @@ class HardwareMachine:
 
         footprint = seg.footprint
         if footprint and self._caches:
-            (l2_hits, llc_hits, dram, c2c_ns, touched, l1m, llcl,
-             llcm) = self.hierarchy.touch(self.cpu_core[cpu], self.cpu_llc[cpu], footprint,
-                                          thread_key)
+            h = self.hierarchy
+            h.touch(self.cpu_core[cpu], self.cpu_llc[cpu], footprint, thread_key)
+            l2_hits = h.l2_hits
+            llc_hits = h.llc_hits
+            dram = h.dram_lines
+            c2c_ns = h.c2c_ns
+            touched = h.data_lines
+            l1m = h.l1_misses
+            llcl = h.llc_loads
+            llcm = h.llc_misses
             inv_mlp = self._inv_mlp
             reload_s = ((l2_hits * self._l2_cyc + llc_hits * self._llc_cyc) * s_per_cyc
                         + dram * self._dram_ns * 1e-9) * inv_mlp
