@@ -438,14 +438,11 @@ class Hierarchy:
         has_l2 = self.has_l2
         l2_hits = llc_hits = dram = c2c_ns = touched = l1m = llcl = llcm = 0.0
         for f in footprint:
-            # simcore.work.Footprint is a named tuple (kind, key, lines, writes); by
-            # position, since compiled that is a load rather than an attribute lookup
-            lines = f[2]
+            # simcore.work.Footprint is a named tuple: unpacked in one go, since
+            # compiled code indexes a tuple subclass through its Python-level slot
+            kind, key, lines, writes = f
             if lines <= 0.0:
                 continue
-            kind = f[0]
-            key = f[1]
-            writes = f[3]
             if key is None and kind == THREAD:
                 key = thread_key
             okey = self.owner_id(kind, key)
