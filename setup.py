@@ -19,13 +19,16 @@ def extensions() -> list[Extension]:
         from Cython.Build import cythonize
     except ImportError:  # no Cython at build time: plain Python only
         return []
-    return cythonize(
-        [Extension(name, [name.replace(".", "/") + ".py"], optional=True,
+    exts = cythonize(
+        [Extension(name, [name.replace(".", "/") + ".py"],
                    extra_compile_args=["-O2", "-ffp-contract=off"])
          for name in COMPILED],
         compiler_directives={"language_level": 3, "annotation_typing": False},
         quiet=True,
     )
+    for ext in exts:   # set after cythonize, which builds new Extensions without the flag
+        ext.optional = True   # a failed compile warns; the .py modules are used instead
+    return exts
 
 
 if __name__ == "__main__":   # the build runs this file as __main__; tests import COMPILED
