@@ -3,7 +3,7 @@
 The modules in COMPILED stay plain Python; their .pxd files add C types for
 Cython. Everything else is in pyproject.toml; the extensions are *optional*. Without
 a C compiler the build warns and warmcore runs the same code as plain Python
-(same numbers, about 3x slower on the cache-heavy scenarios). The C is built
+(same numbers, about 4x slower on the cache-heavy scenarios). The C is built
 with -ffp-contract=off so no multiply-add is fused: the compiled and the plain
 module then round every operation alike and give bit-identical results.
 """

@@ -26,9 +26,7 @@ cdef class CacheState:
     @cython.locals(e=_Entry, surv=double, fp=double)
     cpdef double warm(self, key, double lines, version=*)
 
-    @cython.locals(e=_Entry, miss=double, fp=double, k=double, scale=double, x=double,
-                   i=Py_ssize_t, w=double, surv=double, f=double, capv=double, clock=double,
-                   c='double[::1]', b='double[::1]')
+    @cython.locals(e=_Entry, miss=double, fp=double, surv=double, f=double, clock=double)
     cpdef double access(self, key, double lines, double cap=*, version=*, store=*,
                         double extra_fills=*)
 

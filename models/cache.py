@@ -237,6 +237,8 @@ class CacheState:
         fp = e.fp
         k = self.clock - e.stamp
         x = k * self._scale if k > 0.0 else 0.0
+        # Table positions are compared with the table's length before the int()
+        # (x >= 0, so int() is floor): compiled, int() is a C cast, defined only in range.
         if x >= self._tn:
             return 0.0
         c = self._icpt
@@ -284,38 +286,16 @@ class CacheState:
             miss = lines
             fp = lines
         else:
-            # _surv inlined: this is the simulator's hottest code. Table positions
-            # are compared with the table's length before the int() (x >= 0, so
-            # int() is floor): compiled, int() is a C cast, defined only in range.
+            surv = self._surv(e)
             fp = e.fp
-            k = self.clock - e.stamp
-            scale = self._scale
-            x = k * scale if k > 0.0 else 0.0
-            if x >= self._tn:
-                miss = lines
+            if lines >= fp:
+                miss = lines - surv
                 fp = lines
             else:
-                c = self._icpt
-                b = self._slope
-                i = int(x)
-                w = c[i] + b[i] * x
-                x += fp * scale
-                if x < self._tn:
-                    i = int(x)
-                    w -= c[i] + b[i] * x
-                surv = self.lines * w
-                if surv > fp:
-                    surv = fp
-                elif surv < 0.0:
-                    surv = 0.0
-                if lines >= fp:
-                    miss = lines - surv
-                    fp = lines
-                else:
-                    # touching a subset: the untouched part's survivors stay recorded
-                    f = lines / fp
-                    miss = lines - surv * f
-                    fp = lines + surv * (1.0 - f)
+                # touching a subset: the untouched part's survivors stay recorded
+                f = lines / fp
+                miss = lines - surv * f
+                fp = lines + surv * (1.0 - f)
         if miss > cap:
             miss = cap
         self.clock = clock = self.clock + miss + extra_fills
@@ -453,7 +433,6 @@ class Hierarchy:
                 if d is None:
                     if writes:
                         store = directory.write(okey, core)
-                        entries = directory.entries   # a write may trim the table
                 else:
                     store = ver = d[1]
                     if d[0] != core:
@@ -465,12 +444,10 @@ class Hierarchy:
                             c2c_ns += x * lat
                         if writes:
                             store = directory.write(okey, core)
-                            entries = directory.entries
                     elif writes and not d[2]:
                         # we wrote it last but others have read it since: their
                         # copies are invalidated (while dirty, nobody else has one)
                         store = directory.write(okey, core)
-                        entries = directory.entries
             is_code = kind == CODE
             m1 = (l1i if is_code else l1).access(okey, lines, _INF, ver, store)
             m2 = l2.access(okey, lines, m1, ver, store) if has_l2 else m1

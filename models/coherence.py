@@ -131,8 +131,10 @@ class Directory:
         return v
 
     def _trim(self) -> None:
+        # In place: a caller may hold ``entries`` (models.cache.Hierarchy.touch does).
         keep = sorted(self.entries.items(), key=lambda kv: kv[1][1])
-        self.entries = dict(keep[len(keep) - self.max_entries // 2:])
+        self.entries.clear()
+        self.entries.update(keep[len(keep) - self.max_entries // 2:])
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -722,9 +722,7 @@ def _drive(gen):
             return
         nxt.callbacks.append(resume)
 
-    first = gen.send(None)
-    while first.callbacks is None:
-        first = gen.send(first._value)
+    first = gen.send(None)         # Kernel._thread_main first waits for its dispatch
     first.callbacks.append(resume)
     return gen
 

@@ -59,6 +59,15 @@ def test_directory_is_bounded():
     assert d.entry(("task", 999)) is not None and d.entry(("task", 0)) is None
 
 
+def test_directory_trims_in_place_so_a_held_table_stays_current():
+    """Hierarchy.touch holds ``entries`` across the writes of one segment."""
+    d = Directory(max_entries=10)
+    held = d.entries
+    for i in range(25):                         # trims twice
+        d.write(i, 0)
+    assert d.entries is held and held.get(24) is not None and 0 not in held
+
+
 def test_lone_cpu_pays_only_l1_hits():
     cl = ContendedLines(Topology(QUAD), hit_s=HIT)
     total = 0.0
