@@ -6,12 +6,43 @@ a C compiler the build warns and warmcore runs the same code as plain Python
 (same numbers, about 4x slower on the cache-heavy scenarios). The C is built
 with -ffp-contract=off so no multiply-add is fused: the compiled and the plain
 module then round every operation alike and give bit-identical results.
+
+The source folders install under the ``warmcore`` namespace (pyproject's
+package-dir: ``models/`` is ``warmcore.models``). Cython finds the augmenting
+``.pxd`` of a module, and the ones it cimports, by the module's dotted name, so
+``warmcore.models.cache`` needs ``warmcore/models/cache.pxd`` on its include
+path; ``pxd_include_dir`` lays the .pxd files out that way under build/.
+Without it the modules would compile untyped: valid, but silently slow
+(tests/test_compiled.py checks that the built modules are typed).
 """
+
+import shutil
+from pathlib import Path
 
 from setuptools import Extension, setup
 
 # The hot path of the hardware model: cache warmth and the per-segment cost.
-COMPILED = ("models.cache", "models.coherence", "models.membus", "models.hardware")
+COMPILED = ("warmcore.models.cache", "warmcore.models.coherence", "warmcore.models.membus",
+            "warmcore.models.hardware")
+ROOT = Path(__file__).resolve().parent
+SOURCE_DIRS = {"warmcore.models": "models"}    # as pyproject's package-dir
+
+
+def source_of(module: str, suffix: str = ".py") -> str:
+    package, _, name = module.rpartition(".")
+    return f"{SOURCE_DIRS[package]}/{name}{suffix}"
+
+
+def pxd_include_dir() -> str:
+    """build/cython-pxd/warmcore/models/*.pxd: the .pxd files under their dotted names."""
+    top = ROOT / "build" / "cython-pxd"
+    for module in COMPILED:
+        target = top.joinpath(*module.split(".")).with_suffix(".pxd")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / source_of(module, ".pxd"), target)
+        for pkg in target.relative_to(top).parents:   # packages need an __init__.pxd
+            (top / pkg / "__init__.pxd").touch()
+    return str(top)
 
 
 def extensions() -> list[Extension]:
@@ -20,9 +51,9 @@ def extensions() -> list[Extension]:
     except ImportError:  # no Cython at build time: plain Python only
         return []
     exts = cythonize(
-        [Extension(name, [name.replace(".", "/") + ".py"],
-                   extra_compile_args=["-O2", "-ffp-contract=off"])
+        [Extension(name, [source_of(name)], extra_compile_args=["-O2", "-ffp-contract=off"])
          for name in COMPILED],
+        include_path=[pxd_include_dir()],
         compiler_directives={"language_level": 3, "annotation_typing": False},
         quiet=True,
     )

@@ -78,7 +78,8 @@ def ciw_rate(customers: int, seed: int = 1) -> float:
 
 
 def warmcore_rate(scenario: str, customers: int, sets=()) -> tuple[float, dict]:
-    from simcore import load, simulate
+    from warmcore.build import simulate
+    from warmcore.simcore.config import load
 
     cfg = load(scenario, list(sets), requests=customers)
     cfg.run.warmup = 0.0

@@ -2,7 +2,7 @@
 # stays plain Python and is the fallback when no C compiler is available; this
 # file only declares C types for its hot classes, so both give the same numbers.
 import cython
-from models.coherence cimport Directory
+from warmcore.models.coherence cimport Directory
 
 
 cdef class _Entry:

@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 from array import array
 
-from simcore.work import CODE, OWNER_KINDS, THREAD
+from warmcore.simcore.work import CODE, OWNER_KINDS, THREAD
 
 # Spacing of the warmth table in lam = K/S (foreign lines per set).
 LAMBDA_STEP = 1.0 / 128.0

@@ -60,7 +60,7 @@ class Topology:
     """
 
     def __init__(self, preset):
-        from models.presets import cpu_topology
+        from warmcore.models.presets import cpu_topology
 
         p = preset
         tpc = max(1, p.threads_per_core)

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from simcore.rng import block_sampler
+from warmcore.simcore.rng import block_sampler
 
 KINDS = ("deterministic", "exponential", "lognormal", "empirical")
 

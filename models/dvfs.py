@@ -92,7 +92,7 @@ def frequency_domains(preset) -> list[list[int]]:
     CPU numbering as models.presets.cpu_topology (Linux's). SMT siblings always
     share their core's clock.
     """
-    from models.presets import cpu_topology
+    from warmcore.models.presets import cpu_topology
 
     core, _llc, socket, _thread = cpu_topology(preset)
     if preset.freq_domain == "core":

@@ -64,7 +64,7 @@ def _counts(preset, n_cpus: int) -> tuple[int, int]:
     ones are counted as further SMT threads of its cores."""
     if n_cpus < 1:
         raise ValueError(f"n_cpus: {n_cpus} must be >= 1")
-    from models.presets import cpu_topology
+    from warmcore.models.presets import cpu_topology
 
     core, _llc, socket, _thread = cpu_topology(preset)
     n = min(n_cpus, len(core))
@@ -84,7 +84,7 @@ class EnergyMeter:
         self.preset = preset
         self.n_cpus = preset.n_cpus if n_cpus is None else int(n_cpus)
         self.n_cores, self.n_sockets = _counts(preset, self.n_cpus)
-        from models.presets import cpu_topology
+        from warmcore.models.presets import cpu_topology
 
         cores = cpu_topology(preset)[0]
         # CPUs beyond the preset's (a meter for fewer CPUs) keep the same numbering.

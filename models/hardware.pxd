@@ -1,8 +1,8 @@
 # Static types for compiling models/hardware.py with Cython (setup.py); the .py
 # stays plain Python and is the fallback. See models/cache.pxd.
 import cython
-from models.cache cimport Hierarchy
-from models.membus cimport MemoryBus
+from warmcore.models.cache cimport Hierarchy
+from warmcore.models.membus cimport MemoryBus
 
 
 cdef class HardwareMachine:

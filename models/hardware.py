@@ -14,7 +14,7 @@ membus        DRAM latency loaded by the socket's fill rate (models.membus)
 smt           busy siblings share the core's throughput (models.smt)
 dvfs          per-CPU clock from a cpufreq governor (models.dvfs); off: max clock fixed
 switch_costs  context switch, futex wake and wake-up latency from the preset; off: 0
-energy        joules from models.energy; off: 0
+energy        joules from warmcore.models.energy; off: 0
 
 Cost of one segment on ``cpu`` at ``now`` (``execute``), fields of simcore.work.COST_FIELDS:
 
@@ -67,11 +67,11 @@ first, then the SMT siblings; cpu N's sibling is cpu N + cores).
 
 from __future__ import annotations
 
-from models.cache import CacheState, Hierarchy
-from models.coherence import ContendedLines, Directory, Topology
-from models.membus import MemoryBus
-from models.presets import nominal_ips
-from models.smt import speed_table
+from warmcore.models.cache import CacheState, Hierarchy
+from warmcore.models.coherence import ContendedLines, Directory, Topology
+from warmcore.models.membus import MemoryBus
+from warmcore.models.presets import nominal_ips
+from warmcore.models.smt import speed_table
 
 EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs",
            "energy")
@@ -107,7 +107,7 @@ class _FixedClock:
 
 def _make_controller(preset, governor, userspace_ghz, governor_params):
     try:
-        from models.dvfs import DvfsController, frequency_domains
+        from warmcore.models.dvfs import DvfsController, frequency_domains
     except ImportError:
         return None
     return DvfsController(preset, governor or preset.default_governor,
@@ -117,7 +117,7 @@ def _make_controller(preset, governor, userspace_ghz, governor_params):
 
 def _make_meter(preset, n_cpus):
     try:
-        from models.energy import EnergyMeter
+        from warmcore.models.energy import EnergyMeter
     except ImportError:
         return None
     return EnergyMeter(preset, n_cpus)
@@ -137,7 +137,7 @@ class HardwareMachine:
                  governor: str | None = None, userspace_ghz: float | None = None,
                  governor_params: dict | None = None):
         if isinstance(preset, str):
-            from models.presets import get_preset
+            from warmcore.models.presets import get_preset
             preset = get_preset(preset)
         eff = dict.fromkeys(EFFECTS, True)
         if effects:

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from models.distributions import sampler
-from simcore.config import ConfigError
-from simcore.kernel import fast_timeout
-from simcore.work import CODE, SHARED, TASK, THREAD, Footprint, Request, Segment
+from warmcore.models.distributions import sampler
+from warmcore.simcore.config import ConfigError
+from warmcore.simcore.kernel import fast_timeout
+from warmcore.simcore.work import CODE, SHARED, TASK, THREAD, Footprint, Request, Segment
 
 LINE = 64
 SATURATING_DEPTH = 8   # pipelined requests kept in flight per saturating connection
@@ -73,7 +73,7 @@ def work_ips(ctx) -> float:
     ref = ctx.cfg.work.reference_preset
     if ref is None:
         return ctx.machine.nominal_ips
-    from models.presets import get_preset, nominal_ips
+    from warmcore.models.presets import get_preset, nominal_ips
 
     try:
         return nominal_ips(get_preset(ref))

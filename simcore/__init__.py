@@ -1,6 +1,3 @@
-"""warmcore's engine: scenarios, the simulated OS, the run loop, results and the CLI."""
-
-from simcore.config import ConfigError, Scenario, load
-from simcore.run import simulate
-
-__all__ = ["ConfigError", "Scenario", "load", "simulate"]
+"""warmcore's engine core: work, the machine interface, the simulated OS (kernel),
+the recorder and histogram, random streams, scenario configuration and the context
+that strategies and workloads see. It imports nothing above it (tests/test_layers.py)."""

@@ -34,7 +34,7 @@ from heapq import heappush
 
 from simpy.events import NORMAL, Event, Timeout
 
-from simcore.work import (
+from warmcore.simcore.work import (
     C_CYC,
     C_INS,
     C_L1L,
@@ -342,7 +342,7 @@ class Kernel:
         self.slice_max = self.sched_latency
         self.migration_cost = SCHED_MIGRATION_COST_S
         self.trace = deque(maxlen=trace_limit) if trace_limit else None
-        from simcore.machine import IdealMachine
+        from warmcore.simcore.machine import IdealMachine
         # Seconds per instruction when the machine is the ideal one (enables the fast path).
         self.ideal_spi = machine._s_per_instr if type(machine) is IdealMachine else 0.0
         self.runqueue_max = 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from simcore.work import Segment
+from warmcore.simcore.work import Segment
 
 
 class MachineModel(Protocol):

@@ -14,8 +14,8 @@ from array import array
 import numpy as np
 from simpy.events import Event
 
-from simcore.histogram import LatencyHistogram
-from simcore.work import CAUSES
+from warmcore.simcore.histogram import LatencyHistogram
+from warmcore.simcore.work import CAUSES
 
 B_QUEUE = 0
 LAT_BATCH = 4096

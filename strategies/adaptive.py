@@ -45,8 +45,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from strategies.base import register
-from strategies.jetty_pool import JettyParams, JettyServer
+from warmcore.strategies.base import register
+from warmcore.strategies.jetty_pool import JettyParams, JettyServer
 
 IDLE, PRODUCING, REPRODUCING = "IDLE", "PRODUCING", "REPRODUCING"
 PC, PIC, PEC, EPC = "PC", "PIC", "PEC", "EPC"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from simcore.config import ConfigError
+from warmcore.simcore.config import ConfigError
 
 REGISTRY: dict[str, type[Strategy]] = {}
 

@@ -59,8 +59,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from simcore.work import SHARED, Footprint, Segment
-from strategies.base import Strategy, register
+from warmcore.simcore.work import SHARED, Footprint, Segment
+from warmcore.strategies.base import Strategy, register
 
 CURSOR = "disruptor-cursor"
 LOCK = "disruptor-lock"

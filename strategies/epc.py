@@ -20,8 +20,8 @@ QueuedThreadPool (9.3 has no reserved threads; see ``adaptive`` for 9.4+).
 
 from __future__ import annotations
 
-from strategies.base import register
-from strategies.jetty_pool import JettyParams, JettyServer
+from warmcore.strategies.base import register
+from warmcore.strategies.jetty_pool import JettyParams, JettyServer
 
 LOW_THREADS_THRESHOLD = 1   # QueuedThreadPool._lowThreadsThreshold
 

@@ -47,9 +47,9 @@ from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simcore.work import SHARED, Footprint, Segment
-from strategies.base import Strategy, register
-from strategies.thread_pool import LockedQueueExecutor, syscall_segment
+from warmcore.simcore.work import SHARED, Footprint, Segment
+from warmcore.strategies.base import Strategy, register
+from warmcore.strategies.thread_pool import LockedQueueExecutor, syscall_segment
 
 RUN_ALL_TASKS_CHECK = 64   # SingleThreadEventExecutor.runAllTasks: nanoTime() every 64 tasks
 

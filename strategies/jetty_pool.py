@@ -69,10 +69,10 @@ from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from simcore.config import ConfigError
-from simcore.kernel import PARKED
-from simcore.work import SHARED, Footprint, Segment
-from strategies.base import Strategy
+from warmcore.simcore.config import ConfigError
+from warmcore.simcore.kernel import PARKED
+from warmcore.simcore.work import SHARED, Footprint, Segment
+from warmcore.strategies.base import Strategy
 
 
 class JettyParams(BaseModel):

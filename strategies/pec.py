@@ -11,8 +11,8 @@ Source: jetty-util ``org.eclipse.jetty.util.thread.strategy.ProduceExecuteConsum
 
 from __future__ import annotations
 
-from strategies.base import register
-from strategies.jetty_pool import JettyParams, JettyServer
+from warmcore.strategies.base import register
+from warmcore.strategies.jetty_pool import JettyParams, JettyServer
 
 
 class ProduceExecuteConsume:

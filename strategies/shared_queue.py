@@ -15,7 +15,7 @@ from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from strategies.base import Strategy, register
+from warmcore.strategies.base import Strategy, register
 
 
 class Params(BaseModel):

@@ -51,8 +51,8 @@ from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simcore.work import SHARED, Footprint, Segment
-from strategies.base import Strategy, register
+from warmcore.simcore.work import SHARED, Footprint, Segment
+from warmcore.strategies.base import Strategy, register
 
 # Cache lines a lock acquisition touches: the lock word (AQS state) and the
 # queue head/tail node it guards.

@@ -48,10 +48,10 @@ from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simcore.kernel import B_IO
-from simcore.rng import block_sampler
-from simcore.work import Segment
-from strategies.base import Strategy, register
+from warmcore.simcore.kernel import B_IO
+from warmcore.simcore.rng import block_sampler
+from warmcore.simcore.work import Segment
+from warmcore.strategies.base import Strategy, register
 
 START, CALL, AFTER = 0, 1, 2
 

@@ -69,9 +69,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simcore.rng import block_sampler
-from simcore.work import SHARED, Footprint, Segment
-from strategies.base import Strategy, register
+from warmcore.simcore.rng import block_sampler
+from warmcore.simcore.work import SHARED, Footprint, Segment
+from warmcore.strategies.base import Strategy, register
 
 PRODUCE, CONSUME, WHOLE = 0, 1, 2
 

@@ -7,8 +7,8 @@ import copy
 import numpy as np
 from scipy import stats
 
-from simcore.config import apply_sets, read_scenario_dict, validate
-from simcore.run import simulate, simulate_once
+from warmcore.simcore.config import apply_sets, read_scenario_dict, validate
+from warmcore.build import simulate, simulate_once
 
 
 def scenario(base: str = "mmc", sets: dict | None = None, workload: dict | None = None,

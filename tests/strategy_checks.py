@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from simcore.run import build, finish, run_built
+from warmcore.build import build, finish, run_built
 from tests.helpers import scenario
 
 
@@ -65,7 +65,7 @@ def fingerprint(res: dict) -> str:
 
 def pipelined(cfg, connections: int = 6, service_us: float = 50.0):
     """``cfg`` with its workload replaced by saturating pipelined connections."""
-    from simcore.config import Saturating
+    from warmcore.simcore.config import Saturating
 
     cfg.workload = Saturating(kind="saturating", connections=connections, service_us=service_us)
     return cfg

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from models.cache import (
+from warmcore.models.cache import (
     CacheState,
     survivors_lru,
     warmth_lru,
@@ -252,8 +252,8 @@ def test_dead_owners_are_forgotten_even_below_the_cap():
                 min_size=1, max_size=40))
 @settings(max_examples=60, deadline=None)
 def test_owner_ids_are_one_to_one_and_invertible(owners):
-    from models.cache import Hierarchy
-    from models.coherence import Directory
+    from warmcore.models.cache import Hierarchy
+    from warmcore.models.coherence import Directory
 
     h = Hierarchy([], [], [], [], True, True, Directory(), None)
     ids = {}

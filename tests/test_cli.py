@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from simcore.cli import main
+from warmcore.cli import main
 
 CONTRACT = ["requests", "sim_seconds", "throughput_rps", "latency_us", "wait_us",
             "cpus_utilized", "task_clock_ms", "cycles", "instructions", "ipc", "ghz",
@@ -135,7 +135,7 @@ def test_listings(capsys):
 
 
 def test_console_script_runs_without_traceback():
-    p = subprocess.run([sys.executable, "-m", "simcore.cli", "run", "mmc", "--set",
+    p = subprocess.run([sys.executable, "-m", "warmcore.cli", "run", "mmc", "--set",
                         "machine.cores=-1"], capture_output=True, text=True)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr
@@ -154,7 +154,7 @@ def test_replications_report_confidence_intervals(capsys):
 
 def test_switching_strategy_drops_the_scenarios_own_tunables_but_keeps_command_line_ones(
         tmp_path):
-    from simcore.config import load
+    from warmcore.simcore.config import load
 
     f = tmp_path / "s.toml"
     f.write_text('[workload]\nkind = "open"\nrate_per_s = 100.0\n'
@@ -168,8 +168,8 @@ def test_switching_strategy_drops_the_scenarios_own_tunables_but_keeps_command_l
 
 
 def test_every_strategy_runs_every_built_in_scenario(capsys):
-    from simcore.config import builtin_names
-    from strategies import REGISTRY
+    from warmcore.simcore.config import builtin_names
+    from warmcore.strategies import REGISTRY
 
     for scenario in builtin_names():
         for strategy in sorted(REGISTRY):
@@ -187,7 +187,7 @@ def test_same_seed_same_json_across_processes_and_hash_seeds(args):
 
     def once(hashseed):
         env = dict(os.environ, PYTHONHASHSEED=str(hashseed))
-        p = subprocess.run([sys.executable, "-m", "simcore.cli", "run", *args, "--requests",
+        p = subprocess.run([sys.executable, "-m", "warmcore.cli", "run", *args, "--requests",
                             "400", "--json"], capture_output=True, text=True, env=env,
                            check=True)
         return p.stdout

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from models.coherence import ContendedLines, Directory, Topology
-from models.presets import Preset
+from warmcore.models.coherence import ContendedLines, Directory, Topology
+from warmcore.models.presets import Preset
 
 ZEN = Preset(name="test-zen", description="2 sockets x 8 cores x 2 threads, 2 CCX per socket",
              sockets=2, cores_per_socket=8, threads_per_core=2, llc_domains_per_socket=2,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from simcore.cli import main
-from simcore.compare import compare, knee
+from warmcore.cli import main
+from warmcore.compare import compare, knee
 from tests.helpers import scenario
 
 

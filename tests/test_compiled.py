@@ -37,8 +37,8 @@ class SourceOnly(importlib.machinery.PathFinder):
         return importlib.util.spec_from_file_location(name, src)
 
 sys.meta_path.insert(0, SourceOnly)
-import simcore.cli
-rc = simcore.cli.main(sys.argv[1:])
+import warmcore.cli
+rc = warmcore.cli.main(sys.argv[1:])
 for name in HIDE:
     assert sys.modules[name].__file__.endswith(".py"), name
 sys.exit(rc)
@@ -52,7 +52,7 @@ def compiled_modules() -> list[str]:
 def run_cli(args: list[str], pure: bool) -> str:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cmd = ([sys.executable, "-c", SOURCE_ONLY.format(names=list(COMPILED))] if pure
-           else [sys.executable, "-m", "simcore.cli"])
+           else [sys.executable, "-m", "warmcore.cli"])
     p = subprocess.run([*cmd, "run", *args, "--json"], capture_output=True, text=True,
                        env=env, cwd=ROOT, check=True)
     return p.stdout
@@ -77,8 +77,8 @@ def test_compiled_and_plain_python_give_identical_results(args):
 def test_source_only_loader_really_loads_the_sources():
     """The check above is only worth something if the plain run is plain Python."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    code = SOURCE_ONLY.split("import simcore.cli")[0] + (
-        "import models.hardware\n"
+    code = SOURCE_ONLY.split("import warmcore.cli")[0] + (
+        "import warmcore.models.hardware\n"
         "print(sorted(m.__file__ for n, m in sys.modules.items() if n in HIDE))\n")
     p = subprocess.run([sys.executable, "-c", code.format(names=list(COMPILED))],
                        capture_output=True, text=True, env=env, cwd=ROOT, check=True)

@@ -10,7 +10,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.dvfs import (
+from warmcore.models.dvfs import (
     GOVERNORS,
     IOWAIT_BOOST_MIN,
     PELT_PERIOD_S,
@@ -24,7 +24,7 @@ from models.dvfs import (
     frequency_domains,
     make_governor,
 )
-from models.presets import PRESETS, Preset, get_preset, with_overrides
+from warmcore.models.presets import PRESETS, Preset, get_preset, with_overrides
 
 IVB = get_preset("i7-3770")      # P-states 1.6..3.4 GHz in 0.1 steps, turbo 3.9 (off)
 

@@ -7,9 +7,9 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.dvfs import DvfsController
-from models.energy import EnergyMeter, dynamic_power_w, static_power_w, voltage
-from models.presets import Preset, get_preset, with_overrides
+from warmcore.models.dvfs import DvfsController
+from warmcore.models.energy import EnergyMeter, dynamic_power_w, static_power_w, voltage
+from warmcore.models.presets import Preset, get_preset, with_overrides
 
 # 1 socket x 2 cores x 2 threads; static 2*1 + 5 = 7 W; dynamic 10 W per core at 2 GHz.
 # Linux numbering: cpu 0,2 = core 0; cpu 1,3 = core 1 (sibling of cpu N is N + 2).

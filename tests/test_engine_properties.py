@@ -15,7 +15,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simcore.run import build, finish, run_built
+from warmcore.build import build, finish, run_built
 from tests.helpers import scenario
 
 KINDS = ["open", "closed", "batch", "connections", "saturating"]
@@ -104,7 +104,7 @@ def test_littles_law_tight_on_long_run():
 def test_a_run_batches_garbage_collection_and_restores_the_thresholds():
     import gc
 
-    import simcore.run as run_mod
+    import warmcore.build as run_mod
 
     before = gc.get_threshold()
     seen = []

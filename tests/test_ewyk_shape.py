@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from simcore.config import load
-from simcore.run import simulate_once
+from warmcore.simcore.config import load
+from warmcore.build import simulate_once
 
 REQUESTS = 5000
 

@@ -10,11 +10,11 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.cache import survivors_lru
-from models.hardware import EFFECTS, HardwareMachine
-from models.presets import IDEAL, PRESETS, Preset
-from simcore.machine import IdealMachine, MachineModel
-from simcore.work import (
+from warmcore.models.cache import survivors_lru
+from warmcore.models.hardware import EFFECTS, HardwareMachine
+from warmcore.models.presets import IDEAL, PRESETS, Preset
+from warmcore.simcore.machine import IdealMachine, MachineModel
+from warmcore.simcore.work import (
     C_COHER,
     C_COMPUTE,
     C_CONTEND,

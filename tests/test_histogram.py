@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.histogram import LatencyHistogram
+from warmcore.simcore.histogram import LatencyHistogram
 
 
 @settings(max_examples=50, deadline=None)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simcore.kernel import BLOCKED, PARKED, Kernel
-from simcore.machine import IdealMachine
-from simcore.work import Segment
+from warmcore.simcore.kernel import BLOCKED, PARKED, Kernel
+from warmcore.simcore.machine import IdealMachine
+from warmcore.simcore.work import Segment
 
 US = 1e-6
 
@@ -152,8 +152,8 @@ def test_run_ahead_gives_exactly_the_results_of_one_event_per_segment(monkeypatc
     event anyway; with it switched off (always a timeout) every number is the same."""
     import json
 
-    import simcore.kernel as kernel_mod
-    from simcore.run import simulate
+    import warmcore.simcore.kernel as kernel_mod
+    from warmcore.build import simulate
     from tests.helpers import scenario
 
     cfg = scenario(name, sets, requests=1500)
@@ -171,7 +171,7 @@ def test_run_ahead_gives_exactly_the_results_of_one_event_per_segment(monkeypatc
 
 
 def test_run_ahead_moves_the_clock_only_when_nothing_is_due_before():
-    from simcore.kernel import segment_done
+    from warmcore.simcore.kernel import segment_done
 
     env = simpy.Environment()
     ev = segment_done(env, 2.0)                 # empty queue: straight on

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.membus import MemoryBus, bandwidth_shares, loaded_latency_ns, md1_wait
-from models.presets import Preset
+from warmcore.models.membus import MemoryBus, bandwidth_shares, loaded_latency_ns, md1_wait
+from warmcore.models.presets import Preset
 
 P = Preset(name="test-mem", description="20 GB/s, 2 channels, 80 ns", dram_ns=80.0,
            mem_bw_gbs=20.0, mem_channels=2, sockets=2)

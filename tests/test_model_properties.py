@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import simcore.run as run_mod
-from models.hardware import HardwareMachine
-from models.presets import get_preset, with_overrides
+import warmcore.build as run_mod
+from warmcore.models.hardware import HardwareMachine
+from warmcore.models.presets import get_preset, with_overrides
 from tests.helpers import run, scenario
 
 I5_PSTATES = get_preset("i5-2400").pstates_ghz
@@ -44,7 +44,7 @@ def test_with_every_effect_off_the_hardware_model_is_the_ideal_machine(monkeypat
 
 
 def test_energy_is_at_least_static_power_times_time():
-    from models.energy import static_power_w
+    from warmcore.models.energy import static_power_w
 
     r = run("pipeline", requests=3000)
     assert r["joules"] >= static_power_w(get_preset("i7-3770")) * r["sim_seconds"] * (1 - 1e-9)

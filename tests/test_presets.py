@@ -6,9 +6,9 @@ from itertools import pairwise
 
 import pytest
 
-from models.dvfs import GOVERNORS
-from models.energy import dynamic_power_w, static_power_w
-from models.presets import IDEAL, PRESETS, Preset, get_preset, with_overrides
+from warmcore.models.dvfs import GOVERNORS
+from warmcore.models.energy import dynamic_power_w, static_power_w
+from warmcore.models.presets import IDEAL, PRESETS, Preset, get_preset, with_overrides
 
 REQUIRED = {"ideal", "i7-3770", "i7-920", "i5-2400", "i9-7960x", "t1000", "laptop-2007",
             "core2-quad", "xeon-sp", "epyc-zen3", "vm-2vcpu", "server-2015"}
@@ -147,7 +147,7 @@ def test_get_preset_unknown_lists_names():
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_passes_the_override_checks(name):
-    from models.presets import check_preset
+    from warmcore.models.presets import check_preset
 
     check_preset(PRESETS[name])
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from simcore.kernel import PARKED
-from simcore.run import build, finish, run_built
+from warmcore.simcore.kernel import PARKED
+from warmcore.build import build, finish, run_built
 from tests.helpers import scenario
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from models.hardware import HardwareMachine
-from models.presets import Preset
-from models.smt import smt_speed, smt_total, speed_table
-from simcore.work import Segment
+from warmcore.models.hardware import HardwareMachine
+from warmcore.models.presets import Preset
+from warmcore.models.smt import smt_speed, smt_total, speed_table
+from warmcore.simcore.work import Segment
 
 BIG = (1.0, 1.25)
 THROUGHPUT = (1.0, 1.9, 2.7, 3.4)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from simcore.config import ConfigError
-from simcore.kernel import K_TASK
-from simcore.run import simulate_once
+from warmcore.simcore.config import ConfigError
+from warmcore.simcore.kernel import K_TASK
+from warmcore.build import simulate_once
 from tests.strategy_checks import (
     assert_conserved,
     cfg_for,

@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from simcore.config import ConfigError, validate
-from simcore.run import build, finish, run_built, simulate_once
-from strategies.adaptive import EPC, IDLE, PC, PEC, PIC, PRODUCING, REPRODUCING
-from strategies.jetty_pool import ceil_pow2, default_selectors, reserved_capacity
+from warmcore.simcore.config import ConfigError, validate
+from warmcore.build import build, finish, run_built, simulate_once
+from warmcore.strategies.adaptive import EPC, IDLE, PC, PEC, PIC, PRODUCING, REPRODUCING
+from warmcore.strategies.jetty_pool import ceil_pow2, default_selectors, reserved_capacity
 
 JETTY = ("pc", "pec", "epc", "adaptive")
 ZERO = {"select_us": 0.0, "queue_us": 0.0, "thread_start_us": 0.0}

@@ -12,8 +12,8 @@ from collections import defaultdict
 
 import pytest
 
-from simcore.config import validate
-from simcore.run import build, finish, run_built, simulate_once
+from warmcore.simcore.config import validate
+from warmcore.build import build, finish, run_built, simulate_once
 
 SERVERS = ("thread-per-connection", "event-loop", "thread-pool")
 
@@ -265,7 +265,7 @@ def test_same_seed_gives_the_same_result(strategy):
 
 def _hardware_available() -> bool:
     try:
-        import models.hardware  # noqa: F401
+        import warmcore.models.hardware  # noqa: F401
     except ImportError:
         return False
     return True

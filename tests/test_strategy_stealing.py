@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from simcore.config import Batch
-from simcore.run import build, run_built, simulate_once
-from strategies.work_stealing import CONSUME, PRODUCE, WHOLE, Task
+from warmcore.simcore.config import Batch
+from warmcore.build import build, run_built, simulate_once
+from warmcore.strategies.work_stealing import CONSUME, PRODUCE, WHOLE, Task
 from tests.strategy_checks import (
     assert_conserved,
     cfg_for,

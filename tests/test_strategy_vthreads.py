@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from simcore.config import ClosedLoop
-from simcore.run import simulate_once
+from warmcore.simcore.config import ClosedLoop
+from warmcore.build import simulate_once
 from tests.strategy_checks import (
     assert_conserved,
     cfg_for,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from simcore.theory import mg1_wait, mmc_wait
+from warmcore.simcore.theory import mg1_wait, mmc_wait
 from tests.helpers import ci, replicate, scenario
 
 WAIT = lambda r: r["wait_us"]["mean"] * 1e-6
@@ -69,7 +69,7 @@ def test_long_horizon_relative_error_below_two_percent(c, rho, service):
 
 def test_cli_example_matches_erlang_c():
     """The issue's example: 4 cores, 3200 req/s, 1 ms exponential service."""
-    from simcore.run import simulate
+    from warmcore.build import simulate
 
     cfg, _ = mmc_cfg(4, 0.8, requests=200_000)
     r = simulate(cfg)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simcore.run import build, finish, run_built
+from warmcore.build import build, finish, run_built
 from tests.helpers import run, scenario
 
 
@@ -55,7 +55,7 @@ def test_trace_arrivals_are_replayed(tmp_path):
 
 
 def test_bad_trace_file_names_the_field(tmp_path):
-    from simcore.config import ConfigError
+    from warmcore.simcore.config import ConfigError
 
     f = tmp_path / "arrivals.txt"
     f.write_text("0.002\n0.001\n")

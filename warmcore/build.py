@@ -11,12 +11,12 @@ import numpy as np
 import simpy
 from scipy import stats
 
-from simcore.config import ConfigError, Scenario
-from simcore.kernel import Kernel
-from simcore.machine import IdealMachine
-from simcore.recorder import Recorder
-from simcore.rng import Streams
-from simcore.work import CAUSES
+from warmcore.simcore.config import ConfigError, Scenario
+from warmcore.simcore.kernel import Kernel
+from warmcore.simcore.machine import IdealMachine
+from warmcore.simcore.recorder import Recorder
+from warmcore.simcore.rng import Streams
+from warmcore.simcore.work import CAUSES
 
 EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs", "energy")
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
@@ -61,7 +61,7 @@ class SimContext:
 
 
 def build_machine(cfg: Scenario):
-    from models.presets import check_preset, get_preset, with_overrides
+    from warmcore.models.presets import check_preset, get_preset, with_overrides
 
     m = cfg.machine
     try:
@@ -101,7 +101,7 @@ def build_machine(cfg: Scenario):
     default_on = preset.name != "ideal"
     effects = {e: (getattr(m.effects, e) if getattr(m.effects, e) is not None else default_on)
                for e in EFFECTS}
-    from models.dvfs import GOVERNORS
+    from warmcore.models.dvfs import GOVERNORS
 
     if m.governor is not None and m.governor not in GOVERNORS:
         raise ConfigError("machine.governor", f"unknown governor {m.governor!r}; known: "
@@ -111,7 +111,7 @@ def build_machine(cfg: Scenario):
     if preset.name == "ideal" and not any(effects.values()) and m.frequency_ghz is None:
         return IdealMachine(cores=preset.sockets * preset.cores_per_socket *
                             preset.threads_per_core, ghz=preset.pstates_ghz[-1])
-    from models.hardware import HardwareMachine
+    from warmcore.models.hardware import HardwareMachine
 
     try:
         return HardwareMachine(preset, effects=effects, governor=m.governor,
@@ -153,8 +153,8 @@ def simulate_once(cfg: Scenario, seed: int) -> dict:
 
 def build(cfg: Scenario, seed: int) -> SimContext:
     """Everything a run needs, wired and started but not yet run (tests inspect it)."""
-    from models.workloads import build_workload
-    from strategies import get_strategy
+    from warmcore.models.workloads import build_workload
+    from warmcore.strategies import get_strategy
 
     env = simpy.Environment()
     streams = Streams(seed)

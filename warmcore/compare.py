@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from simcore.config import ConfigError, Scenario
-from simcore.run import simulate
+from warmcore.simcore.config import ConfigError, Scenario
+from warmcore.build import simulate
 
 COLUMNS = [
     # key, header, format

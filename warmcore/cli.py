@@ -16,7 +16,7 @@ import json
 import math
 import sys
 
-from simcore.config import ConfigError, builtin_names, load, read_scenario_dict
+from warmcore.simcore.config import ConfigError, builtin_names, load, read_scenario_dict
 
 USAGE_ERROR = 2
 
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_run(args) -> int:
-    from simcore.run import simulate
+    from warmcore.build import simulate
 
     cfg = _load(args, strategy=args.strategy)
     res = simulate(cfg)
@@ -95,8 +95,8 @@ def _load(args, **extra):
 
 
 def cmd_compare(args) -> int:
-    from simcore.compare import compare, format_table, knee
-    from strategies import get_strategy
+    from warmcore.compare import compare, format_table, knee
+    from warmcore.strategies import get_strategy
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
     if not names:
@@ -135,7 +135,7 @@ def cmd_scenarios(args) -> int:
 
 
 def cmd_presets(args) -> int:
-    from models.presets import PRESETS
+    from warmcore.models.presets import PRESETS
 
     for name, p in sorted(PRESETS.items()):
         topo = f"{p.sockets}x{p.cores_per_socket}c/{p.n_cpus}t"
@@ -145,7 +145,7 @@ def cmd_presets(args) -> int:
 
 
 def cmd_strategies(args) -> int:
-    from strategies import REGISTRY
+    from warmcore.strategies import REGISTRY
 
     for name, cls in sorted(REGISTRY.items()):
         print(f"{name:22s} {cls.summary}")

@@ -1,0 +1,1 @@
+"""warmcore: should this task run on the thread that produced it, or be dispatched?"""
