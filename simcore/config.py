@@ -7,7 +7,9 @@ overrides. Every error becomes one line naming the field and the reason
 
 from __future__ import annotations
 
+import copy
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -47,14 +49,17 @@ class Effects(Strict):
 
 class MachineCfg(Strict):
     preset: str = "ideal"
-    cores: PosInt | None = None              # cores per socket (CPUs, on the ideal machine)
+    cores: PosInt | None = Field(default=None,
+                                 description='cores per socket (CPUs, on the ideal machine)')
     threads_per_core: PosInt | None = None
     sockets: PosInt | None = None
     governor: str | None = None
-    frequency_ghz: Pos | None = None         # the userspace governor's fixed clock
+    frequency_ghz: Pos | None = Field(default=None,
+                                      description="the userspace governor's fixed clock")
     turbo: bool | None = None
     governor_params: dict[str, float] = {}
-    overrides: dict[str, bool | int | float | str | list[float]] = {}   # any Preset field
+    overrides: dict[str, bool | int | float | str | list[float]] = Field(
+        default={}, description='any Preset field')
     effects: Effects = Effects()
 
 
@@ -63,8 +68,8 @@ class ServiceShape(Strict):
 
     service: DistKind = "exponential"
     service_us: Pos = 100.0
-    service_cv: Pos = 1.0                    # lognormal only
-    service_values_us: list[Pos] | None = None   # empirical only
+    service_cv: Pos = Field(default=1.0, description='lognormal only')
+    service_values_us: list[Pos] | None = Field(default=None, description='empirical only')
     # A connection hands the server one request at a time (HTTP/1.1): the next is
     # readable once the previous has been handled. Default: on for saturating
     # (pipelined) connections, off for the others.
@@ -84,7 +89,7 @@ class OpenLoop(ServiceShape):
     arrival: Literal["poisson", "constant", "trace"] = "poisson"
     rate_per_s: Pos | None = None
     trace_file: str | None = None
-    connections: PosInt = 1                  # requests spread over this many connections
+    connections: PosInt = Field(default=1, description='requests spread over this many connections')
 
     @model_validator(mode="after")
     def _rate_or_trace(self):
@@ -124,7 +129,7 @@ class Connections(ServiceShape):
 
     kind: Literal["connections"]
     connections: PosInt = 100
-    rate_per_s: Pos = 1000.0                 # total over all connections
+    rate_per_s: Pos = Field(default=1000.0, description='total over all connections')
     arrival: Literal["poisson", "constant"] = "poisson"
 
 
@@ -133,8 +138,9 @@ class Stream(ServiceShape):
     processes with their own CPU cost per message and affinity."""
 
     kind: Literal["stream"]
-    rate_per_s: Pos | None = None            # None: the producer sends as fast as it can
-    window: PosInt = 64                      # messages in flight when saturating
+    rate_per_s: Pos | None = Field(default=None,
+                                   description='None: the producer sends as fast as it can')
+    window: PosInt = Field(default=64, description='messages in flight when saturating')
     producer_us: NonNeg = 2.0
     consumer_us: NonNeg = 2.0
     producers: PosInt = 1
@@ -149,15 +155,20 @@ WORKLOAD_KINDS = ("open", "closed", "saturating", "batch", "connections", "strea
 class WorkCfg(Strict):
     """Shape of the work per request, for the hardware model (all zero: pure compute)."""
 
-    produce_us: NonNeg = 0.0       # parse/produce step on the producing thread
-    task_kib: NonNeg = 0.0         # request data written by producer, read by consumer
-    thread_kib: NonNeg = 0.0       # private state the handling thread touches
-    code_kib: NonNeg = 0.0         # code and read-mostly data per request
-    shared_kib: NonNeg = 0.0       # shared structures every request touches
-    conn_kib: NonNeg = 0.0         # per-connection state (parser, buffers) every request
+    produce_us: NonNeg = Field(default=0.0,
+                               description='parse/produce step on the producing thread')
+    task_kib: NonNeg = Field(default=0.0,
+                             description='request data written by producer, read by consumer')
+    thread_kib: NonNeg = Field(default=0.0, description='private state the handling thread touches')
+    code_kib: NonNeg = Field(default=0.0, description='code and read-mostly data per request')
+    shared_kib: NonNeg = Field(default=0.0, description='shared structures every request touches')
+    conn_kib: NonNeg = Field(default=0.0,
+                             description='per-connection state (parser, buffers) every request')
                                    # of the connection reads and writes
-    contended_ops: NonNeg = 0.0    # read-modify-writes on one contended line per request
-    backend_us: NonNeg = 0.0       # blocking call inside the handler (exponential mean)
+    contended_ops: NonNeg = Field(
+        default=0.0, description='read-modify-writes on one contended line per request')
+    backend_us: NonNeg = Field(default=0.0,
+                               description='blocking call inside the handler (exponential mean)')
     invocation: Literal["BLOCKING", "NON_BLOCKING", "EITHER"] = "BLOCKING"
     # Where the microseconds above were measured: None means on the simulated machine
     # itself; a preset name fixes the instruction counts (service_us x that preset's
@@ -182,7 +193,8 @@ class RunCfg(Strict):
     warmup: Annotated[float, Field(ge=0, lt=1)] = 0.1   # fraction of requests or duration
     replications: PosInt = 1
     trace_events: Annotated[int, Field(ge=0)] = 0
-    max_in_flight: PosInt = 2_000_000   # stop an overloaded run before memory runs out
+    max_in_flight: PosInt = Field(default=2_000_000,
+                                  description='stop an overloaded run before memory runs out')
 
     @model_validator(mode="after")
     def _needs_a_limit(self):
@@ -193,6 +205,14 @@ class RunCfg(Strict):
 
 
 class Scenario(Strict):
+    """A validated scenario. Immutable in use: ``set`` and ``with_`` return new ones.
+
+        sc = Scenario.load("pipeline")                 # built-in name, TOML path or dict
+        sc2 = sc.set("machine.governor", "performance")
+        sc3 = sc.with_({"machine.cores": 2}, strategy="pec", requests=5000)
+        Scenario.from_toml(sc3.to_toml()) == sc3       # True
+    """
+
     name: str = "scenario"
     description: str = ""
     seed: Annotated[int, Field(ge=0)] = 1
@@ -204,6 +224,57 @@ class Scenario(Strict):
     consumer: ProcessCfg = ProcessCfg()
     strategy: StrategyCfg = StrategyCfg()
     run: RunCfg
+
+    @classmethod
+    def load(cls, source: str | Path | dict | Scenario, sets: Sequence[str] = ()) -> Scenario:
+        """A built-in scenario name, a TOML file, a dict or a Scenario, then ``--set``
+        style overrides (``"machine.cores=4"``), validated."""
+        if isinstance(source, Scenario):
+            data = source.to_data()
+        elif isinstance(source, dict):
+            data = copy.deepcopy(source)
+        else:
+            data = read_scenario_dict(str(source))
+        return validate(apply_sets(data, list(sets)))
+
+    @classmethod
+    def from_toml(cls, text: str) -> Scenario:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError("scenario", f"not valid TOML ({e})") from None
+        return validate(data)
+
+    def to_data(self) -> dict:
+        """The scenario as plain data (what a TOML file holds; unset options left out)."""
+        return self.model_dump(exclude_none=True)
+
+    def to_toml(self) -> str:
+        """TOML that ``Scenario.from_toml`` and ``warmcore run FILE`` read back to the
+        same scenario."""
+        import tomli_w
+
+        return tomli_w.dumps(self.to_data())
+
+    def set(self, path: str, value) -> Scenario:
+        """A new scenario with the value at the dotted ``path`` replaced (validated)."""
+        return self.with_({path: value})
+
+    def with_(self, changes: dict | None = None, /, *, strategy: str | None = None,
+              seed: int | None = None, requests: int | None = None,
+              duration_s: float | None = None) -> Scenario:
+        """A new scenario with ``{dotted.path: value}`` changes, and optionally another
+        strategy (its tunables reset, as ``--strategy`` does), seed or run length."""
+        data = self.to_data()
+        for path, value in (changes or {}).items():
+            set_path(data, path.split("."), copy.deepcopy(value))
+        if strategy is not None:
+            switch_strategy(data, strategy, keep=[p.split(".")[2] for p in changes or {}
+                                                  if p.startswith("strategy.params.")])
+        if seed is not None:
+            data["seed"] = seed
+        set_run_limit(data, requests=requests, duration_s=duration_s)
+        return validate(data)
 
 
 # -- loading ----------------------------------------------------------------------------
@@ -249,16 +320,46 @@ def parse_set(assignment: str) -> tuple[list[str], object]:
 def apply_sets(data: dict, sets: list[str]) -> dict:
     for s in sets:
         keys, value = parse_set(s)
-        node = data
-        for k in keys[:-1]:
-            nxt = node.get(k)
-            if nxt is None:
-                nxt = node[k] = {}
-            elif not isinstance(nxt, dict):
-                raise ConfigError(".".join(keys), f"{k} is a value, not a table")
-            node = nxt
-        node[keys[-1]] = value
+        set_path(data, keys, value)
     return data
+
+
+def set_path(data: dict, keys: list[str], value) -> None:
+    """data[k1][k2]...[kn] = value, making the tables on the way."""
+    if not all(keys):
+        raise ConfigError(".".join(keys), "not a dotted path")
+    node = data
+    for k in keys[:-1]:
+        nxt = node.get(k)
+        if nxt is None:
+            nxt = node[k] = {}
+        elif not isinstance(nxt, dict):
+            raise ConfigError(".".join(keys), f"{k} is a value, not a table")
+        node = nxt
+    node[keys[-1]] = value
+
+
+def switch_strategy(data: dict, name: str, keep: Sequence[str] = ()) -> None:
+    """Run ``name`` instead: the scenario's tunables belong to its own strategy, so
+    only those named in ``keep`` (given alongside, e.g. on the command line) stay."""
+    st = data.setdefault("strategy", {})
+    if st.get("name", "shared-queue") != name:
+        st["params"] = {k: v for k, v in st.get("params", {}).items() if k in keep}
+    st["name"] = name
+
+
+def set_run_limit(data: dict, requests: int | None = None,
+                  duration_s: float | None = None) -> None:
+    """A request limit replaces the scenario's duration and the other way round."""
+    run = data.setdefault("run", {})
+    if requests is not None:
+        run["requests"] = requests
+        if duration_s is None:
+            run.pop("duration_s", None)
+    if duration_s is not None:
+        run["duration_s"] = duration_s
+        if requests is None:
+            run.pop("requests", None)
 
 
 def validate(data: dict) -> Scenario:
@@ -270,29 +371,19 @@ def validate(data: dict) -> Scenario:
 
 def load(name_or_path: str, sets: list[str] = (), **run_overrides) -> Scenario:
     """Built-in name or TOML path, then --set overrides, then run overrides
-    (requests, duration_s, seed...), validated."""
+    (requests, duration_s, seed, strategy), validated."""
     data = apply_sets(read_scenario_dict(name_or_path), list(sets))
+    if run_overrides.get("seed") is not None:
+        data["seed"] = run_overrides["seed"]
+    if run_overrides.get("strategy") is not None:
+        given = [parse_set(a)[0][2] for a in sets
+                 if parse_set(a)[0][:2] == ["strategy", "params"] and len(parse_set(a)[0]) == 3]
+        switch_strategy(data, run_overrides["strategy"], keep=given)
     for key, value in run_overrides.items():
-        if value is None:
-            continue
-        if key == "seed":
-            data["seed"] = value
-        elif key == "strategy":
-            st = data.setdefault("strategy", {})
-            if st.get("name", "shared-queue") != value:
-                # The scenario's tunables belong to its own strategy; keep only those
-                # given on the command line for the new one.
-                given = {parse_set(a)[0][2] for a in sets
-                         if parse_set(a)[0][:2] == ["strategy", "params"]
-                         and len(parse_set(a)[0]) == 3}
-                st["params"] = {k: v for k, v in st.get("params", {}).items() if k in given}
-            st["name"] = value
-        else:
+        if value is not None and key not in ("seed", "strategy", "requests", "duration_s"):
             data.setdefault("run", {})[key] = value
-    if run_overrides.get("requests") is not None and run_overrides.get("duration_s") is None:
-        data["run"].pop("duration_s", None)
-    if run_overrides.get("duration_s") is not None and run_overrides.get("requests") is None:
-        data["run"].pop("requests", None)
+    set_run_limit(data, requests=run_overrides.get("requests"),
+                  duration_s=run_overrides.get("duration_s"))
     return validate(data)
 
 

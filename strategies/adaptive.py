@@ -57,7 +57,8 @@ class AdaptiveParams(JettyParams):
     # ReservedThreadExecutor capacity; None: Jetty's heuristic for the version below,
     # 0: no reserved threads (tryExecute always fails)
     reserved_threads: int | None = Field(default=None, ge=0)
-    jetty_version: Literal["12", "9.4"] = "12"   # which capacity heuristic
+    jetty_version: Literal["12", "9.4"] = Field(default="12",
+                                                description='which capacity heuristic')
 
 
 class AdaptiveExecutionStrategy:

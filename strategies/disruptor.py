@@ -72,21 +72,24 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
     ring_size: int = Field(default=1024, ge=1)
     producers: int = Field(default=1, gt=0)
-    producer_type: Literal["single", "multi"] | None = None   # default: single iff 1 producer
+    producer_type: Literal["single", "multi"] | None = Field(
+        default=None, description='default: single iff 1 producer')
     consumers: int = Field(default=1, gt=0)
     wait: Literal["blocking", "busy-spin", "yielding", "sleeping"] = "blocking"
     pin: bool = False
     producer_wait: Literal["park-nanos", "wake"] = "park-nanos"
     max_batch: int | None = Field(default=None, gt=0)
-    batch_us: float = Field(default=0.05, ge=0)     # per batch: cursor read + sequence store
-    publish_us: float = Field(default=0.01, ge=0)   # cursor / availableBuffer store
-    claim_us: float = Field(default=0.02, ge=0)     # multi-producer CAS on the cursor
-    signal_us: float = Field(default=0.05, ge=0)    # blocking: lock, signalAll, unlock
-    spin_us: float = Field(default=0.01, ge=0)      # one spin: cursor read (+ PAUSE)
-    yield_us: float = Field(default=0.3, ge=0)      # sched_yield() with nothing else to run
-    spin_chunk_us: float = Field(default=50.0, gt=0)   # idle spinning, per simulated segment
-    sleep_ns: float = Field(default=100.0, ge=0)    # SleepingWaitStrategy DEFAULT_SLEEP
-    timer_slack_us: float = Field(default=50.0, ge=0)  # Linux default timer_slack_ns
+    batch_us: float = Field(default=0.05, ge=0,
+                            description='per batch: cursor read + sequence store')
+    publish_us: float = Field(default=0.01, ge=0, description='cursor / availableBuffer store')
+    claim_us: float = Field(default=0.02, ge=0, description='multi-producer CAS on the cursor')
+    signal_us: float = Field(default=0.05, ge=0, description='blocking: lock, signalAll, unlock')
+    spin_us: float = Field(default=0.01, ge=0, description='one spin: cursor read (+ PAUSE)')
+    yield_us: float = Field(default=0.3, ge=0, description='sched_yield() with nothing else to run')
+    spin_chunk_us: float = Field(default=50.0, gt=0,
+                                 description='idle spinning, per simulated segment')
+    sleep_ns: float = Field(default=100.0, ge=0, description='SleepingWaitStrategy DEFAULT_SLEEP')
+    timer_slack_us: float = Field(default=50.0, ge=0, description='Linux default timer_slack_ns')
 
     @field_validator("ring_size")
     @classmethod

@@ -79,13 +79,16 @@ class JettyParams(BaseModel):
     """Tunables shared by the Jetty strategies (defaults from the Jetty sources)."""
 
     model_config = ConfigDict(extra="forbid")
-    max_threads: int = Field(default=200, gt=0)       # QueuedThreadPool._maxThreads
-    min_threads: int = Field(default=8, ge=0)         # QueuedThreadPool._minThreads
-    idle_timeout_s: float = Field(default=60.0, ge=0)  # QueuedThreadPool._idleTimeout (60000 ms)
-    selectors: int | None = Field(default=None, gt=0)  # None: SelectorManager.defaultSelectors
-    select_us: float = Field(default=1.0, ge=0)       # one epoll_wait returning ready keys
-    queue_us: float = Field(default=0.1, ge=0)        # one queue offer/poll or hand-off
-    thread_start_us: float = Field(default=140.0, ge=0)  # kernel thread start (STRATEGIES.md)
+    max_threads: int = Field(default=200, gt=0, description='QueuedThreadPool._maxThreads')
+    min_threads: int = Field(default=8, ge=0, description='QueuedThreadPool._minThreads')
+    idle_timeout_s: float = Field(default=60.0, ge=0,
+                                  description='QueuedThreadPool._idleTimeout (60000 ms)')
+    selectors: int | None = Field(default=None, gt=0,
+                                  description='None: SelectorManager.defaultSelectors')
+    select_us: float = Field(default=1.0, ge=0, description='one epoll_wait returning ready keys')
+    queue_us: float = Field(default=0.1, ge=0, description='one queue offer/poll or hand-off')
+    thread_start_us: float = Field(default=140.0, ge=0,
+                                   description='kernel thread start (STRATEGIES.md)')
 
     @model_validator(mode="after")
     def _min_le_max(self):

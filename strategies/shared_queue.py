@@ -20,7 +20,7 @@ from warmcore.strategies.base import Strategy, register
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    threads: int | None = Field(default=None, gt=0)   # default: one per server CPU
+    threads: int | None = Field(default=None, gt=0, description='default: one per server CPU')
 
 
 @register

@@ -39,9 +39,9 @@ from warmcore.strategies.base import Strategy, register
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    max_threads: int = Field(default=200, gt=0)             # Tomcat maxThreads
-    keep_alive_timeout_s: float = Field(default=20.0, gt=0)  # keepAliveTimeout
-    thread_start_us: float = Field(default=140.0, ge=0)      # kernel thread start
+    max_threads: int = Field(default=200, gt=0, description='Tomcat maxThreads')
+    keep_alive_timeout_s: float = Field(default=20.0, gt=0, description='keepAliveTimeout')
+    thread_start_us: float = Field(default=140.0, ge=0, description='kernel thread start')
 
 
 class _ConnThread:

@@ -58,13 +58,13 @@ START, CALL, AFTER = 0, 1, 2
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    carriers: int | None = Field(default=None, gt=0)   # default: one per server CPU
-    permits: int | None = Field(default=None, gt=0)    # None: no bounded resource
+    carriers: int | None = Field(default=None, gt=0, description='default: one per server CPU')
+    permits: int | None = Field(default=None, gt=0, description='None: no bounded resource')
     kernel_threads: bool = False
-    start_us: float = Field(default=10.0, ge=0)         # virtual thread start
-    kernel_start_us: float = Field(default=140.0, ge=0)  # platform thread start
-    mount_us: float = Field(default=0.5, ge=0)          # thaw when remounted after a park
-    unmount_us: float = Field(default=0.5, ge=0)        # freeze when it parks or blocks
+    start_us: float = Field(default=10.0, ge=0, description='virtual thread start')
+    kernel_start_us: float = Field(default=140.0, ge=0, description='platform thread start')
+    mount_us: float = Field(default=0.5, ge=0, description='thaw when remounted after a park')
+    unmount_us: float = Field(default=0.5, ge=0, description='freeze when it parks or blocks')
     pinned: bool = False
     max_kernel_threads: int = Field(default=10_000, gt=0)
 

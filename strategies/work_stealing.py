@@ -78,18 +78,21 @@ PRODUCE, CONSUME, WHOLE = 0, 1, 2
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    workers: int | None = Field(default=None, gt=0)       # default: one per server CPU
-    mode: Literal["fifo", "lifo"] = "fifo"                 # owner pop order (Tokio/Go: fifo)
-    locality: Literal["none", "lifo-slot", "runnext"] = "lifo-slot"   # Tokio default: on
+    workers: int | None = Field(default=None, gt=0, description='default: one per server CPU')
+    mode: Literal["fifo", "lifo"] = Field(default="fifo",
+                                          description='owner pop order (Tokio/Go: fifo)')
+    locality: Literal["none", "lifo-slot", "runnext"] = Field(default="lifo-slot",
+                                                              description='Tokio default: on')
     arrivals: Literal["inject", "connection"] = "inject"
-    split: bool = True                  # parse and handle as two tasks (continuation)
-    capacity: int = Field(default=256, ge=2)               # LOCAL_QUEUE_CAPACITY
-    global_queue_interval: int = Field(default=61, gt=0)   # Tokio/Go: 61
-    max_lifo_polls: int = Field(default=3, gt=0)           # MAX_LIFO_POLLS_PER_TICK
+    split: bool = Field(default=True, description='parse and handle as two tasks (continuation)')
+    capacity: int = Field(default=256, ge=2, description='LOCAL_QUEUE_CAPACITY')
+    global_queue_interval: int = Field(default=61, gt=0, description='Tokio/Go: 61')
+    max_lifo_polls: int = Field(default=3, gt=0, description='MAX_LIFO_POLLS_PER_TICK')
     steal: Literal["half", "one"] = "half"
-    steal_us: float = Field(default=0.1, ge=0)    # CPU of one steal: 2 CAS + copying pointers
-    steal_ops: int = Field(default=2, ge=0)       # contended RMWs on the victim's queue head
-    runnext_backoff_us: float = Field(default=3.0, ge=0)   # Go runqgrab usleep(3)
+    steal_us: float = Field(default=0.1, ge=0,
+                            description='CPU of one steal: 2 CAS + copying pointers')
+    steal_ops: int = Field(default=2, ge=0, description="contended RMWs on the victim's queue head")
+    runnext_backoff_us: float = Field(default=3.0, ge=0, description='Go runqgrab usleep(3)')
 
 
 class Task:

@@ -1,1 +1,50 @@
-"""warmcore: should this task run on the thread that produced it, or be dispatched?"""
+"""warmcore: should this task run on the thread that produced it, or be dispatched?
+
+The public API (docs/api.md)::
+
+    import warmcore
+    sc = warmcore.Scenario.load("pipeline")          # built-in name, TOML file or dict
+    r = warmcore.simulate(sc, requests=5000)         # a typed warmcore.Result
+    print(r.throughput_rps, r.latency_us.p99)
+    rs = warmcore.compare(sc, ["pc", "pec", "epc"])  # one Result per strategy
+    warmcore.frame(rs)                               # pandas DataFrame
+    warmcore.parameters(sc)                          # the typed parameter space
+
+Names are loaded on first use, so ``import warmcore.models.cache`` does not pull in
+the engine, SimPy or SciPy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("warmcore")
+except PackageNotFoundError:        # a source tree that was never installed
+    __version__ = "0+unknown"
+
+_EXPORTS = {
+    "Scenario": "warmcore.simcore.config",
+    "ConfigError": "warmcore.simcore.config",
+    "Result": "warmcore.result",
+    "simulate": "warmcore.api",
+    "compare": "warmcore.api",
+    "frame": "warmcore.api",
+    "parameters": "warmcore.params",
+    "Parameter": "warmcore.params",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'warmcore' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

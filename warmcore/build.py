@@ -154,7 +154,7 @@ def simulate_once(cfg: Scenario, seed: int) -> dict:
 def build(cfg: Scenario, seed: int) -> SimContext:
     """Everything a run needs, wired and started but not yet run (tests inspect it)."""
     from warmcore.models.workloads import build_workload
-    from warmcore.strategies import get_strategy
+    from warmcore.registry import get_strategy
 
     env = simpy.Environment()
     streams = Streams(seed)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 
 from warmcore.simcore.config import ConfigError, builtin_names, load, read_scenario_dict
@@ -72,14 +71,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_run(args) -> int:
-    from warmcore.build import simulate
+    from warmcore.api import simulate
 
-    cfg = _load(args, strategy=args.strategy)
-    res = simulate(cfg)
+    res = simulate(_load(args, strategy=args.strategy))
     if args.json:
-        print(json.dumps(_jsonable(res)))
+        print(res.to_json())
     else:
-        print(format_result(res))
+        print(format_result(res.model_dump(exclude_unset=True)))
     return 0
 
 
@@ -95,8 +93,9 @@ def _load(args, **extra):
 
 
 def cmd_compare(args) -> int:
-    from warmcore.compare import compare, format_table, knee
-    from warmcore.strategies import get_strategy
+    from warmcore.api import compare
+    from warmcore.comparison import format_table, knee
+    from warmcore.registry import get_strategy
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
     if not names:
@@ -112,12 +111,13 @@ def cmd_compare(args) -> int:
         if not loads or any(x <= 0 for x in loads):
             raise UsageError("--load: loads must be positive numbers")
     cfg = _load(args)
-    progress = None if args.json else (lambda row: print(
-        f"  ran {row['strategy']} load {row['load']}", file=sys.stderr))
-    rows = compare(cfg, names, loads, progress=progress)
-    if args.json:
-        print(json.dumps(_jsonable(rows)))
+    progress = None if args.json else (lambda r: print(
+        f"  ran {r.strategy} load {r.load if r.load is not None else '-'}", file=sys.stderr))
+    results = compare(cfg, names, loads, progress=progress)
+    if args.json:      # the same object per run as `run --json`, with its load
+        print(json.dumps([r.to_dict() for r in results]))
         return 0
+    rows = [r.per_request() for r in results]
     print(format_table(rows))
     if loads:
         print()
@@ -145,9 +145,9 @@ def cmd_presets(args) -> int:
 
 
 def cmd_strategies(args) -> int:
-    from warmcore.strategies import REGISTRY
+    from warmcore.registry import strategies
 
-    for name, cls in sorted(REGISTRY.items()):
+    for name, cls in strategies().items():
         print(f"{name:22s} {cls.summary}")
     return 0
 
@@ -155,16 +155,6 @@ def cmd_strategies(args) -> int:
 COMMANDS = {"run": cmd_run, "compare": cmd_compare, "scenarios": cmd_scenarios,
             "presets": cmd_presets,
             "strategies": cmd_strategies}
-
-
-def _jsonable(x):
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    return x
 
 
 def format_result(r: dict) -> str:

@@ -1,4 +1,5 @@
-"""Comparing strategies on one scenario, and sweeping the offered load.
+"""Comparing strategies on one scenario, and sweeping the offered load: the table,
+the load knob and the knee (``warmcore.compare`` in warmcore.api runs them).
 
 Every strategy runs the same scenario with the same seed, so they see the same
 arrivals and service demands (common random numbers): differences between rows
@@ -10,7 +11,6 @@ from __future__ import annotations
 import math
 
 from warmcore.simcore.config import ConfigError, Scenario
-from warmcore.build import simulate
 
 COLUMNS = [
     # key, header, format
@@ -32,30 +32,6 @@ COLUMNS = [
 ]
 
 
-def summarise(strategy: str, load, r: dict) -> dict:
-    """One comparison row from a result."""
-    n = max(r["requests"], 1)
-    cpus = r["cpus_utilized"]
-    return {
-        "strategy": strategy,
-        "load": load,
-        "throughput_rps": r["throughput_rps"],
-        "p50_us": r["latency_us"]["p50"],
-        "p99_us": r["latency_us"]["p99"],
-        "max_us": r["latency_us"]["max"],
-        "cpus": cpus,
-        "cpu_us_per_req": r["task_clock_ms"] * 1e3 / n,
-        "ipc": r["ipc"],
-        "ghz": r["ghz"],
-        "llc_loads_per_req": r["llc_loads"] / n,
-        "migrations_per_req": r["cpu_migrations"] / n,
-        "switches_per_req": r["context_switches"] / n,
-        "uj_per_req": r["joules_per_request"] * 1e6,
-        "rps_per_cpu": r["throughput_rps"] / cpus if cpus > 0 else math.nan,
-        "drained": r["drained"],
-    }
-
-
 def load_field(cfg: Scenario) -> str:
     """What --load sets: the open-loop rate or the number of closed-loop clients."""
     kind = cfg.workload.kind
@@ -71,29 +47,17 @@ def load_field(cfg: Scenario) -> str:
 
 
 def with_strategy(cfg: Scenario, name: str, load=None) -> Scenario:
-    data = cfg.model_dump()
-    data["strategy"] = {"name": name, "params": dict(cfg.strategy.params)
-                        if name == cfg.strategy.name else {}}
+    """``cfg`` run by strategy ``name`` (its own tunables kept only if it is the
+    scenario's strategy), at offered ``load`` if given."""
+    changes = {}
     if load is not None:
         field = load_field(cfg)
-        data["workload"][field] = int(load) if field != "rate_per_s" else float(load)
-    return Scenario.model_validate(data)
-
-
-def compare(cfg: Scenario, strategies: list[str], loads: list[float] | None = None,
-            progress=None) -> list[dict]:
-    """Rows for every strategy (and every load, if given), in that order."""
-    rows = []
-    for name in strategies:
-        for load in (loads or [None]):
-            r = simulate(with_strategy(cfg, name, load))
-            rows.append(summarise(name, load if load is not None else "-", r))
-            if progress:
-                progress(rows[-1])
-    return rows
+        changes[f"workload.{field}"] = float(load) if field == "rate_per_s" else int(load)
+    return cfg.with_(changes, strategy=name)
 
 
 def knee(rows: list[dict]) -> float | None:
+    # rows: Result.per_request() of one strategy, in load order
     """The knee of one strategy's latency-vs-load curve: the last load before p99
     latency passes twice its value at the lightest load ("latency doubles"), or
     throughput falls below 95% of the offered load (a saturated open loop). None if

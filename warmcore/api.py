@@ -1,0 +1,79 @@
+"""warmcore's public API: scenarios in, typed results out.
+
+    import warmcore
+    sc = warmcore.Scenario.load("pipeline")
+    r = warmcore.simulate(sc, requests=5000)
+    rows = warmcore.compare(sc, ["pc", "pec", "epc"], requests=5000)
+    warmcore.frame(rows)                   # a pandas DataFrame, one row per run
+    warmcore.parameters(sc)                # every settable path, typed, with its range
+
+The CLI, sweeps, calibration and the explorer all go through these calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from warmcore import build
+from warmcore.comparison import with_strategy
+from warmcore.result import Result
+from warmcore.simcore.config import Scenario
+
+ScenarioLike = Scenario | str | Path | dict
+
+
+def as_scenario(scenario: ScenarioLike) -> Scenario:
+    """A Scenario from a Scenario, a built-in name, a TOML path or a dict."""
+    return scenario if isinstance(scenario, Scenario) else Scenario.load(scenario)
+
+
+def simulate(scenario: ScenarioLike, seed: int | None = None, requests: int | None = None,
+             duration: float | None = None) -> Result:
+    """Run a scenario (all its replications) and return its result.
+
+    ``seed`` replaces the scenario's seed; ``requests`` or ``duration`` (simulated
+    seconds) replace its run length. The same scenario and seed give the same
+    result bit for bit."""
+    sc = as_scenario(scenario)
+    if requests is not None or duration is not None:
+        sc = sc.with_(requests=requests, duration_s=duration)
+    return Result.from_dict(build.simulate(sc, seed))
+
+
+def compare(scenario: ScenarioLike, strategies: Iterable[str],
+            loads: Iterable[float] | None = None, seed: int | None = None,
+            requests: int | None = None, duration: float | None = None,
+            progress: Callable[[Result], None] | None = None) -> list[Result]:
+    """One result per strategy (and per offered load, if given), in that order.
+
+    Every run uses the same seed, so all strategies see the same arrivals and
+    service demands (common random numbers). A load sets the open-loop rate, the
+    closed-loop clients, the saturating connections or the batch jobs
+    (``warmcore.comparison.load_field``)."""
+    sc = as_scenario(scenario)
+    if requests is not None or duration is not None:
+        sc = sc.with_(requests=requests, duration_s=duration)
+    results = []
+    load_list = list(loads) if loads is not None else [None]
+    for name in strategies:
+        for load in load_list:
+            r = simulate(with_strategy(sc, name, load), seed=seed)
+            if load is not None:
+                r = r.model_copy(update={"load": load})
+                r.model_fields_set.add("load")
+            results.append(r)
+            if progress:
+                progress(r)
+    return results
+
+
+def frame(results: Iterable[Result], per_request: bool = False):
+    """A pandas DataFrame, one row per result: every figure flattened
+    (``latency_us.p99``...), or with ``per_request`` the comparison table's columns."""
+    import pandas as pd
+
+    results = list(results)
+    if per_request:
+        return pd.DataFrame([r.per_request() for r in results])
+    return pd.DataFrame([r.to_series() for r in results]).reset_index(drop=True)
