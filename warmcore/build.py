@@ -12,6 +12,7 @@ import simpy
 from scipy import stats
 
 from warmcore.simcore.config import ConfigError, Scenario
+from warmcore.simcore.context import SimContext
 from warmcore.simcore.kernel import Kernel
 from warmcore.simcore.machine import IdealMachine
 from warmcore.simcore.recorder import Recorder
@@ -20,44 +21,6 @@ from warmcore.simcore.work import CAUSES
 
 EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs", "energy")
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
-
-
-class SimContext:
-    """What strategies and workloads see of a run."""
-
-    def __init__(self, cfg: Scenario, env, machine, kernel, streams, recorder):
-        self.cfg = cfg
-        self.env = env
-        self.machine = machine
-        self.kernel = kernel
-        self.streams = streams
-        self.recorder = recorder
-        self.server_cpus = self.cpu_list(cfg.server.cpus, "server.cpus") or \
-            list(range(machine.n_cpus))
-        self.server = kernel.process("server", self.server_cpus)
-        self.strategy = None
-        self.workload = None
-        self.done = None     # done(req, thread): the server handled req (build() sets it)
-
-    @staticmethod
-    def arrivals_may_wake() -> None:
-        """A thread went idle (replaced by workloads that defer arrivals)."""
-
-    def cpu_list(self, spec, field: str) -> list[int] | None:
-        """``server.cpus`` and friends: None (all), N (CPUs 0..N-1) or a list of ids."""
-        n = self.machine.n_cpus
-        if spec is None:
-            return None
-        if isinstance(spec, int):
-            if spec > n:
-                raise ConfigError(field, f"{spec} CPUs asked for but the machine has {n}")
-            return list(range(spec))
-        bad = [c for c in spec if c >= n]
-        if bad:
-            raise ConfigError(field, f"names CPU {bad[0]} but the machine has CPUs 0-{n - 1}")
-        if not spec:
-            raise ConfigError(field, "an empty CPU list")
-        return sorted(set(spec))
 
 
 def build_machine(cfg: Scenario):

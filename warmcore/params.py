@@ -98,7 +98,7 @@ def _model_params(model: BaseModel, prefix: str):
 def _from_field(path: str, info: FieldInfo, value, source: str = "") -> Parameter:
     kind, choices, optional = _kind(info.annotation)
     bounds = {}
-    for m in info.metadata:
+    for m in [*info.metadata, *_annotated_metadata(info.annotation)]:
         for b in ("ge", "gt", "le", "lt"):
             if getattr(m, b, None) is not None:
                 bounds[b] = getattr(m, b)
@@ -106,6 +106,18 @@ def _from_field(path: str, info: FieldInfo, value, source: str = "") -> Paramete
     return Parameter(path=path, type=kind, default=default, value=value, unit=_unit(path),
                      choices=choices, optional=optional, section=path.split(".")[0],
                      source=info.description or source, **bounds)
+
+
+def _annotated_metadata(annotation) -> list:
+    """Constraints inside ``Annotated[...]``, also within ``X | None``."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:     # a FieldInfo there carries its own metadata
+        return [x for m in annotation.__metadata__
+                for x in (m.metadata if isinstance(m, FieldInfo) else [m])]
+    if origin in (typing.Union, types.UnionType):
+        return [m for a in args for m in _annotated_metadata(a)]
+    return []
 
 
 def _kind(annotation) -> tuple[str, tuple | None, bool]:

@@ -1,0 +1,179 @@
+"""The public API: Scenario, simulate, compare, frame, parameters, and one result
+schema (docs/result.schema.json) that every run's JSON validates against."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+import warmcore
+from warmcore import build
+from warmcore.result import Result, json_schema
+from warmcore.simcore.config import builtin_names
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = json.loads((ROOT / "docs" / "result.schema.json").read_text())
+
+
+def test_the_published_schema_is_generated_from_the_result_type():
+    assert SCHEMA == json.loads(json.dumps(json_schema()))
+
+
+@pytest.mark.parametrize("name", builtin_names())
+@pytest.mark.parametrize("strategy", ["pc", "pec", "thread-pool", "work-stealing"])
+def test_every_run_json_validates_against_the_schema(name, strategy):
+    r = warmcore.simulate(warmcore.Scenario.load(name).with_(strategy=strategy), requests=300)
+    jsonschema.validate(json.loads(r.to_json()), SCHEMA)
+
+
+def test_replications_and_trace_validate_too():
+    sc = warmcore.Scenario.load("mmc").with_({"run.replications": 3, "run.trace_events": 50},
+                                             requests=200)
+    d = json.loads(warmcore.simulate(sc).to_json())
+    jsonschema.validate(d, SCHEMA)
+    assert d["replications"] == 3 and len(d["seeds"]) == 3 and "ci95" in d and d["trace"]
+
+
+def test_to_dict_is_the_run_dict_with_nan_as_null():
+    sc = warmcore.Scenario.load("pipeline").with_(requests=500)
+    raw = build.simulate(sc)
+    d = Result.from_dict(raw).to_dict()
+    assert list(d) == list(raw)
+    for k, v in raw.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            assert d[k] is None
+        elif not isinstance(v, dict):
+            assert d[k] == v and type(d[k]) is type(v), k
+
+
+def test_simulate_is_typed_and_deterministic():
+    sc = warmcore.Scenario.load("mmc")
+    a = warmcore.simulate(sc, requests=1000, seed=3)
+    b = warmcore.simulate(sc, requests=1000, seed=3)
+    c = warmcore.simulate(sc, requests=1000, seed=4)
+    assert isinstance(a, Result) and a.requests == 1000 and a.seed == 3
+    assert a.to_json() == b.to_json() != c.to_json()
+    assert 0 < a.latency_us.p50 <= a.latency_us.p99 <= a.latency_us.max
+
+
+def test_simulate_with_a_duration():
+    r = warmcore.simulate("mmc", duration=0.5)
+    assert r.sim_seconds == pytest.approx(0.5, rel=1e-6)
+
+
+def test_to_series_is_a_flat_row():
+    s = warmcore.simulate("mmc", requests=300).to_series()
+    assert s["latency_us.p99"] > 0 and s["throughput_rps"] > 0 and "breakdown_us.compute" in s
+
+
+def test_compare_and_frame():
+    rs = warmcore.compare("mmc", ["shared-queue", "work-stealing"], loads=[1000, 2000],
+                          requests=300)
+    assert [(r.strategy, r.load) for r in rs] == [
+        ("shared-queue", 1000), ("shared-queue", 2000), ("work-stealing", 1000),
+        ("work-stealing", 2000)]
+    df = warmcore.frame(rs)
+    assert len(df) == 4 and list(df["load"]) == [1000, 2000, 1000, 2000]
+    table = warmcore.frame(rs, per_request=True)
+    assert {"cpu_us_per_req", "p99_us", "rps_per_cpu"} <= set(table.columns)
+
+
+class TestScenario:
+    def test_load_from_name_file_and_dict_agree(self, tmp_path):
+        sc = warmcore.Scenario.load("web")
+        f = tmp_path / "web.toml"
+        f.write_text(sc.to_toml())
+        assert warmcore.Scenario.load(str(f)) == sc
+        assert warmcore.Scenario.load(sc.to_data()) == sc
+        assert warmcore.Scenario.from_toml(sc.to_toml()) == sc
+
+    @pytest.mark.parametrize("name", builtin_names())
+    def test_to_toml_round_trips_and_reproduces_the_run(self, name, tmp_path):
+        sc = warmcore.Scenario.load(name).with_(requests=200)
+        f = tmp_path / "s.toml"
+        f.write_text(sc.to_toml())
+        out = subprocess.run([sys.executable, "-m", "warmcore.cli", "run", str(f), "--json"],
+                             capture_output=True, text=True, check=True).stdout
+        assert json.loads(out) == json.loads(warmcore.simulate(sc).to_json())
+
+    def test_set_and_with_return_new_validated_scenarios(self):
+        sc = warmcore.Scenario.load("pipeline")
+        sc2 = sc.set("machine.governor", "performance")
+        assert sc.machine.governor != "performance" and sc2.machine.governor == "performance"
+        sc3 = sc.with_({"machine.cores": 2, "strategy.params.max_threads": 50},
+                       strategy="pec", seed=9, requests=777)
+        assert (sc3.machine.cores, sc3.strategy.name, sc3.seed, sc3.run.requests) == \
+            (2, "pec", 9, 777)
+        assert sc3.strategy.params == {"max_threads": 50}
+        assert sc3.run.duration_s is None
+
+    def test_another_strategy_drops_the_old_ones_tunables(self):
+        sc = warmcore.Scenario.load("mmc").set("strategy.params.workers", 3)
+        assert sc.with_(strategy="pc").strategy.params == {}
+
+    @pytest.mark.parametrize("path, value, field", [
+        ("machine.cores", 0, "machine.cores"),
+        ("workload.service_us", -1.0, "workload.service_us"),
+        ("nope.x", 1, "nope"),
+        ("run.warmup", 1.5, "run.warmup"),
+    ])
+    def test_bad_values_name_their_field(self, path, value, field):
+        with pytest.raises(warmcore.ConfigError) as e:
+            warmcore.Scenario.load("mmc").set(path, value)
+        assert e.value.field == field
+
+
+class TestParameters:
+    def test_covers_config_strategy_governor_and_preset(self):
+        paths = {p.path for p in warmcore.parameters("pipeline")}
+        for expected in ("machine.cores", "workload.connections", "work.task_kib",
+                         "run.requests", "strategy.params.max_threads",
+                         "machine.governor_params.up_threshold",
+                         "machine.overrides.l2_kib", "machine.effects.caches"):
+            assert expected in paths
+        assert "workload.rate_per_s" not in paths     # pipeline's workload is saturating
+
+    def test_types_ranges_units_and_sources(self):
+        ps = {p.path: p for p in warmcore.parameters("pipeline")}
+        cores = ps["machine.cores"]
+        assert cores.type == "int" and cores.gt == 0 and cores.optional
+        svc = ps["workload.service_us"]
+        assert svc.type == "float" and svc.unit == "us" and svc.gt == 0
+        assert ps["workload.service"].choices == ("deterministic", "exponential",
+                                                  "lognormal", "empirical")
+        assert "QueuedThreadPool" in ps["strategy.params.max_threads"].source
+        assert ps["strategy.params.max_threads"].default == 200
+        assert "Intel" in ps["machine.overrides.l2_kib"].source
+
+    def test_value_is_the_scenarios(self):
+        sc = warmcore.Scenario.load("pipeline").set("work.task_kib", 3.0)
+        assert warmcore.parameters(sc)[0].value is not None
+        assert {p.path: p for p in warmcore.parameters(sc)}["work.task_kib"].value == 3.0
+
+    def test_check_enforces_the_range(self):
+        p = {p.path: p for p in warmcore.parameters("mmc")}["run.warmup"]
+        p.check(0.5)
+        with pytest.raises(ValueError, match="< 1"):
+            p.check(1.0)
+
+    def test_every_parameter_value_validates_back(self):
+        """Setting each parameter to its own value leaves a valid scenario."""
+        sc = warmcore.Scenario.load("web")
+        for p in warmcore.parameters(sc):
+            if p.value is not None and p.type not in ("table",):
+                sc.set(p.path, p.value)
+
+
+def test_import_of_a_model_module_does_not_load_the_engine():
+    code = ("import sys, warmcore.models.smt; "
+            "print(sorted(m for m in ('simpy', 'scipy', 'pydantic', 'warmcore.build') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
