@@ -70,7 +70,6 @@ from collections import deque
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from warmcore.simcore.config import ConfigError
-from warmcore.simcore.kernel import PARKED
 from warmcore.simcore.work import SHARED, Footprint, Segment
 from warmcore.strategies.base import Strategy
 
@@ -168,7 +167,7 @@ class TimedWaits:
         if not st.waiting:
             return
         deadline = st.since + st.timeout
-        if self.env.now >= deadline - 1e-12 and t.state is PARKED:
+        if self.env.now >= deadline - 1e-12 and t.is_parked:
             st.expire(t)
             st.timed_out = True
             self.kernel.wake(t)
@@ -243,7 +242,7 @@ class QueuedThreadPool:
 
     def _runner(self, t):
         t.data = PoolThread()
-        t.pending_busy += self.thread_start_s
+        t.charge_kernel(self.thread_start_s)
         jobs = self.jobs
         waiters = self.waiters
         kernel = self.kernel

@@ -135,7 +135,7 @@ class LockedQueueExecutor:
         name = f"{self.name}-{len(self.workers)}"
         th = self.kernel.spawn(self.strategy.ctx.server, name,
                                lambda t, f=first: self._worker(t, f))
-        th.pending_busy += self.start_s
+        th.charge_kernel(self.start_s)
         self.workers.append(th)
 
     def _worker(self, t, task):

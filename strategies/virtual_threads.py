@@ -48,7 +48,6 @@ from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from warmcore.simcore.kernel import B_IO
 from warmcore.simcore.rng import block_sampler
 from warmcore.simcore.work import Segment
 from warmcore.strategies.base import Strategy, register
@@ -226,7 +225,7 @@ class VirtualThreads(Strategy):
             return
         # the blocking call, with a permit if there are permits
         blk = req.consume.block_s
-        req.bd[B_IO] += blk
+        self.kernel.charge_blocked_io(req, blk)
         if self.p.pinned:
             yield from self._guarded(t.block(blk), blk)
             self._release(c, t)
@@ -280,7 +279,7 @@ class VirtualThreads(Strategy):
         th.data = req             # held from creation (it may wait for a CPU first)
 
     def _kernel_thread(self, t, req):
-        t.pending_busy += self.p.kernel_start_us * 1e-6      # clone, stack, TLS
+        t.charge_kernel(self.p.kernel_start_us * 1e-6)      # clone, stack, TLS
         if req.produce is not None:
             yield t.run(req.produce, req)
         blk = req.consume.block_s
@@ -295,7 +294,7 @@ class VirtualThreads(Strategy):
                 yield t.park()                 # woken holding the permit (hand-off)
             else:
                 self.free -= 1
-            req.bd[B_IO] += blk
+            self.kernel.charge_blocked_io(req, blk)
             yield from self._guarded(t.block(blk), blk)
             if self.waiters:
                 self.kernel.wake(self.waiters.popleft(), t)
