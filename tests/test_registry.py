@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from pathlib import Path
 
 import warmcore
 from warmcore import registry
@@ -41,5 +42,5 @@ def test_every_strategy_module_registers_without_an_import_line():
     assert {"pc", "pec", "epc", "adaptive", "work-stealing", "disruptor", "event-loop",
             "thread-pool", "thread-per-connection", "virtual-threads",
             "shared-queue"} <= set(names)
-    init = ast.parse(open(registry._package.__path__[0] + "/__init__.py").read())
+    init = ast.parse(Path(registry._package.__path__[0], "__init__.py").read_text())
     assert not [n for n in ast.walk(init) if isinstance(n, (ast.Import, ast.ImportFrom))]
