@@ -235,6 +235,9 @@ class HardwareMachine:
         self.env = env
         self.clock.bind(env)
 
+    def fixed_seconds_per_instruction(self) -> float:
+        return 0.0          # costs depend on caches, clock and sharing: ask execute()
+
     def execute(self, cpu, seg, thread_key, now):
         ghz = self.clock.ghz(cpu, now) if self._dvfs else self._fixed_ghz
         s_per_cyc = 1.0 / (ghz * 1e9)

@@ -356,9 +356,9 @@ class Kernel:
         self.slice_max = self.sched_latency
         self.migration_cost = SCHED_MIGRATION_COST_S
         self.trace = deque(maxlen=trace_limit) if trace_limit else None
-        from warmcore.simcore.machine import IdealMachine
-        # Seconds per instruction when the machine is the ideal one (enables the fast path).
-        self.ideal_spi = machine._s_per_instr if type(machine) is IdealMachine else 0.0
+        # Seconds per instruction when every segment costs just that (the ideal
+        # machine): the kernel then prices segments itself (the fast path).
+        self.ideal_spi = machine.fixed_seconds_per_instruction()
         self.runqueue_max = 0
         self.n_queued = 0             # threads waiting in any run queue
         self.deferred: list | None = None   # zero-delay wake events being collected

@@ -27,6 +27,12 @@ class MachineModel(Protocol):
     cpu_socket: Sequence[int]
     nominal_ips: float        # instructions/s of one lone thread, warm caches, nominal clock
 
+    def fixed_seconds_per_instruction(self) -> float:
+        """s per instruction if every segment costs exactly that on every CPU at all
+        times (no caches, no overheads, a fixed clock), else 0.0. The kernel then
+        prices segments itself, without calling ``execute``: the fast path that
+        keeps queueing-theory runs quick."""
+
     def bind(self, env, streams) -> None:
         """Attach to a SimPy environment (start governor sampling and the like)."""
 
@@ -77,6 +83,9 @@ class IdealMachine:
 
     def bind(self, env, streams) -> None:
         return None
+
+    def fixed_seconds_per_instruction(self) -> float:
+        return self._s_per_instr
 
     def execute(self, cpu, seg, thread_key, now):
         ins = seg.instructions
