@@ -46,9 +46,12 @@ from warmcore.simcore.work import (
 RUNNING, RUNNABLE, PARKED, BLOCKED, DEAD = "running", "runnable", "parked", "blocked", "dead"
 
 # Indices into per-thread counter lists (perf-stat names).
+# sys_s is the part of task_clock_s spent in kernel work (perf's :k, time's "sys"):
+# everything charged through Thread.charge_kernel (context switches, futex
+# syscalls, thread starts); user time is task_clock_s - sys_s.
 CTR_FIELDS = ("task_clock_s", "cycles", "instructions", "l1d_loads", "l1d_misses",
-              "llc_loads", "llc_misses")
-(K_TASK, K_CYC, K_INS, K_L1L, K_L1M, K_LLCL, K_LLCM) = range(len(CTR_FIELDS))
+              "llc_loads", "llc_misses", "sys_s")
+(K_TASK, K_CYC, K_INS, K_L1L, K_L1M, K_LLCL, K_LLCM, K_SYS) = range(len(CTR_FIELDS))
 
 # Breakdown indices (simcore.work.CAUSES order).
 B_QUEUE, B_DISPATCH, B_COMPUTE, B_RELOAD, B_COHER, B_CONTEND, B_IO = range(7)
@@ -124,6 +127,7 @@ class Thread:
         "process",
         "rq_since",
         "seg_cost",
+        "seg_sys",
         "seg_t0",
         "seg_t1",
         "state",
@@ -143,7 +147,7 @@ class Thread:
         self.last_cpu: Cpu | None = None
         self.state = PARKED
         self.wait_ev: Event | None = None
-        self.pending_busy = 0.0       # CPU time owed before the next segment (switch, syscalls)
+        self.pending_busy = 0.0       # kernel work owed before the next segment (charge_kernel)
         self.pending_dispatch = 0.0   # hand-off time to attribute to the next request run
         self.last_ran = -1.0
         self.ctr = [0.0] * len(CTR_FIELDS)
@@ -155,12 +159,23 @@ class Thread:
         self.seg_t0 = 0.0
         self.seg_t1 = 0.0
         self.seg_cost = None
+        self.seg_sys = 0.0            # system time within the segment in flight
         self.proc = None
         self.data = None              # free slot for the strategy
         self.run_since = 0.0          # when it got its CPU (its time slice counts from here)
         self.timed_out = False        # the last park(timeout) ended by its timeout
 
     # -- the three calls a strategy makes -------------------------------------------------
+
+    def charge_kernel(self, seconds: float) -> None:
+        """Charge ``seconds`` of kernel work (a syscall, a futex operation, a context
+        switch, a thread start) to this thread as *system* time: it runs at the
+        start of the thread's next segment, counts in task-clock and cycles, in the
+        ``sys_s`` counter (perf's ``:k``, ``time``'s sys) and, if that segment
+        serves a request, in the request's ``dispatch`` cause. The one way kernel
+        work is charged (the kernel itself adds to ``pending_busy``, the same
+        thing, inline on its hot paths)."""
+        self.pending_busy += seconds
 
     def run(self, seg, req=None) -> Event:
         """Run ``seg`` on the CPU this thread holds; the event fires when it is done
@@ -174,7 +189,8 @@ class Thread:
             # (cycles are derived in counters_now). Kept inline: this is the hot path of
             # every queueing-theory run.
             ins = seg.instructions
-            total = ins * k.ideal_spi + self.pending_busy
+            sys_s = self.pending_busy          # kernel work: system time
+            total = ins * k.ideal_spi + sys_s
             self.pending_busy = 0.0
             if req is not None:
                 if req.t_start < 0.0:
@@ -194,11 +210,14 @@ class Thread:
                 ctr = self.ctr
                 ctr[K_TASK] += total
                 ctr[K_INS] += ins
+                if sys_s:
+                    ctr[K_SYS] += sys_s
+                self.seg_sys = sys_s
                 self.seg_t0 = now
                 self.seg_t1 = now + total    # (seg_cost stays None on the ideal machine)
                 cpu.busy_s += total
                 return segment_done(env, total)
-            return self._run_slow(seg, total, None, req)
+            return self._run_slow(seg, total, None, req, sys_s)
         return self._run_model(seg, req, cpu, env, now)
 
     def _run_model(self, seg, req, cpu, env, now) -> Event:
@@ -225,16 +244,26 @@ class Thread:
             elif seg is req.produce:
                 req.produced_by = self.tid
             bd = req.bd
-            bd[B_DISPATCH] += self.pending_dispatch + extra
-            self.pending_dispatch = 0.0
+            pd = self.pending_dispatch
+            if pd:
+                # Wake-up latency counts for this request only for the part of it that
+                # came after the request's earlier work (or its arrival): a thread
+                # woken before the request arrived, or while another thread was
+                # still working on it, did not make it wait that long.
+                self.pending_dispatch = 0.0
+                room = self.run_since - req.t_acc
+                if pd > room:
+                    pd = room if room > 0.0 else 0.0
+            bd[B_DISPATCH] += pd + extra
             bd[B_COMPUTE] += compute_s
             bd[B_RELOAD] += reload_s
             bd[B_COHER] += coher_s
             bd[B_CONTEND] += contend_s
             if seg.block_s:
                 bd[B_IO] += seg.block_s
+            req.t_acc = now + total + seg.block_s
         if total <= k.slice_max and not cpu.rq and not seg.block_s and k.trace is None:
-            # _credit(cost, total, 1.0, now, total), inlined (x * 1.0 == x exactly)
+            # _credit(cost, total, 1.0, now, total, extra), inlined (x * 1.0 == x exactly)
             ctr = self.ctr
             ctr[K_TASK] += total
             ctr[K_CYC] += cyc
@@ -243,18 +272,23 @@ class Thread:
             ctr[K_L1M] += l1m
             ctr[K_LLCL] += llcl
             ctr[K_LLCM] += llcm
+            if extra:
+                ctr[K_SYS] += extra
+            self.seg_sys = extra
             self.seg_t0 = now
             self.seg_t1 = now + total
             self.seg_cost = cost
             cpu.busy_s += total
             return segment_done(env, total)
-        return self._run_slow(seg, total, cost, req)
+        return self._run_slow(seg, total, cost, req, extra)
 
-    def _credit(self, cost, total, frac, t0, span) -> None:
+    def _credit(self, cost, total, frac, t0, span, sys_s=0.0) -> None:
         """Add ``frac`` of a segment's counters to this thread; the CPU is busy with it
         from ``t0`` for ``span`` seconds (counters_now uses that for runs in flight)."""
         ctr = self.ctr
         ctr[K_TASK] += frac * total
+        ctr[K_SYS] += frac * sys_s
+        self.seg_sys = frac * sys_s
         self.seg_t0 = t0
         self.seg_t1 = t0 + span
         if cost is None:                       # ideal machine
@@ -269,12 +303,13 @@ class Thread:
         ctr[K_LLCM] += frac * cost[C_LLCM]
         self.seg_cost = cost if frac == 1.0 else tuple(frac * x for x in cost)
 
-    def _run_slow(self, seg, total, cost, req) -> Event:
+    def _run_slow(self, seg, total, cost, req, sys_s=0.0) -> Event:
         """The kernel drives chunks (time slices), preemption and the blocking wait;
         counters are credited chunk by chunk."""
         done = Event(self.kernel.env)
         self.wait_ev = done
-        self.cont = (total, seg.block_s, total, cost, seg.label, req.id if req is not None else -1)
+        self.cont = (total, seg.block_s, total, cost, seg.label,
+                     req.id if req is not None else -1, sys_s)
         self.kernel._run_chunk(self)
         return done
 
@@ -607,7 +642,7 @@ class Kernel:
         (split at slice_max), else what is left of its time slice, which counts
         from its dispatch across segments; a thread whose slice is used up while
         others wait is preempted here, at a segment or chunk boundary."""
-        remaining, block_s, total, cost, label, rid = t.cont
+        remaining, block_s, total, cost, label, rid, sys_s = t.cont
         cpu = t.cpu
         now = self.env.now
         if cpu.rq:
@@ -620,11 +655,11 @@ class Kernel:
             chunk = self.slice_max
         else:
             chunk = remaining
-        t._credit(cost, total, chunk / total if total > 0 else 1.0, now, chunk)
+        t._credit(cost, total, chunk / total if total > 0 else 1.0, now, chunk, sys_s)
         cpu.busy_s += chunk
         if self.trace is not None:
             self.trace.append((now, cpu.id, t.tid, "run", label, chunk, rid))
-        t.cont = (remaining - chunk, block_s, total, cost, label, rid)
+        t.cont = (remaining - chunk, block_s, total, cost, label, rid, sys_s)
         self.env.timeout(chunk).callbacks.append(lambda _e: self._chunk_end(t))
 
     def _preempt(self, t: Thread) -> None:
@@ -676,6 +711,7 @@ class Kernel:
                     span = t.seg_t1 - t.seg_t0
                     frac = (t.seg_t1 - now) / span
                     tot[K_TASK] -= frac * span
+                    tot[K_SYS] -= frac * t.seg_sys
                     c = t.seg_cost
                     if c is None:       # ideal machine: instructions = time / spi
                         tot[K_INS] -= frac * span / self.ideal_spi

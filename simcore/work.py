@@ -79,7 +79,7 @@ class Request:
     Times are simulated seconds; `bd` accumulates the breakdown by cause.
     """
 
-    __slots__ = ("id", "conn", "t_arrive", "t_start", "produce", "consume", "bd",
+    __slots__ = ("id", "conn", "t_arrive", "t_start", "t_acc", "produce", "consume", "bd",
                  "invocation", "produced_by", "consumed_by")
 
     def __init__(self, rid: int, t_arrive: float, conn: int = 0):
@@ -87,6 +87,7 @@ class Request:
         self.conn = conn
         self.t_arrive = t_arrive
         self.t_start = -1.0          # first instant a thread started working on it
+        self.t_acc = t_arrive        # its time is accounted (breakdown) up to here
         self.produce: Segment | None = None
         self.consume: Segment | None = None
         self.bd = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]   # seconds by cause (CAUSES order)

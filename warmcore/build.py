@@ -229,10 +229,8 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
             drained = False
             warnings.append(f"overloaded: offered {offered:.6g} req/s, served {thr:.6g} req/s; "
                             f"the queue never drained ({in_flight} requests in flight at the end)")
-    lat = {"mean": _us(h.mean)}
-    for k, q in QUANTILES.items():
-        lat[k] = _us(h.quantile(q))
-    lat["max"] = _us(h.max if n else math.nan)
+    lat = _percentiles(h, n)
+    service = _percentiles(rec.service, n)
     bd = {cause: _us(s / n) if n else math.nan
           for cause, s in zip(CAUSES, rec.bd_sums(), strict=True)}
     arrived_window = rec.arrived - rec.arrived_at_measure
@@ -246,9 +244,12 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
         "throughput_rps": thr,
         "offered_rps": offered,
         "latency_us": lat,
+        "service_us": service,
         "wait_us": {"mean": _us(rec.wait_sum / n) if n else math.nan},
         "cpus_utilized": task_clock / window if window > 0 else 0.0,
         "task_clock_ms": task_clock * 1e3,
+        "user_s": task_clock - srv.get("sys_s", 0.0),
+        "sys_s": srv.get("sys_s", 0.0),
         "cycles": cycles,
         "instructions": ins,
         "ipc": ins / cycles if cycles else math.nan,
@@ -280,6 +281,15 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
     return res
 
 
+def _percentiles(h, n: int) -> dict:
+    """min, mean, the QUANTILES and max of a histogram, in us."""
+    d = {"min": _us(h.min if n else math.nan), "mean": _us(h.mean)}
+    for k, q in QUANTILES.items():
+        d[k] = _us(h.quantile(q))
+    d["max"] = _us(h.max if n else math.nan)
+    return d
+
+
 def _offered_rate(cfg: Scenario):
     wl = cfg.workload
     if wl.kind in ("open", "connections", "stream"):
@@ -294,6 +304,7 @@ def _us(x: float) -> float:
 def _clean(d: dict) -> dict:
     out = dict(d)
     out["task_clock_ms"] = out.pop("task_clock_s") * 1e3
+    out["user_s"] = out["task_clock_ms"] * 1e-3 - out["sys_s"]
     return out
 
 
@@ -317,11 +328,12 @@ def combine_replications(runs: list[dict]) -> dict:
     cis = {}
     for k in CI_KEYS:
         out[k], cis[k] = ci([x[k] for x in runs])
-    for group in ("latency_us", "wait_us", "breakdown_us"):
+    for group in ("latency_us", "service_us", "wait_us", "breakdown_us"):
         out[group] = {}
         for k in runs[0][group]:
             out[group][k], cis[f"{group}.{k}"] = ci([x[group][k] for x in runs])
-    for k in ("requests", "sim_seconds", "task_clock_ms", "cycles", "instructions", "l1d_loads",
+    for k in ("requests", "sim_seconds", "task_clock_ms", "user_s", "sys_s", "cycles",
+              "instructions", "l1d_loads",
               "l1d_misses", "llc_loads", "llc_misses", "context_switches", "cpu_migrations",
               "futex_wakes", "joules", "mean_in_system"):
         out[k] = float(np.mean([x[k] for x in runs]))
