@@ -133,3 +133,191 @@ class MemoryBus:
         self.t_last[socket] = now
         self.lines_total[socket] += lines
         return bw_wait if bw_wait > md1 else md1
+
+
+def maxmin_shares(demands: Sequence[float], capacity: float) -> list[float]:
+    """Max-min fair shares of one resource (water-filling): each requester gets its
+    demand if that is below an equal split of what the smaller ones leave, else the
+    equal split. For a single constraint this is what SimGrid's LMM solver computes
+    (lmm::System::solve, every variable with weight 1)."""
+    n = len(demands)
+    out = [0.0] * n
+    left = capacity
+    order = sorted(range(n), key=lambda i: demands[i])
+    for pos, i in enumerate(order):
+        fair = left / (n - pos)
+        d = demands[i]
+        if d <= fair:
+            out[i] = d
+            left -= d
+        else:
+            for j in order[pos:]:
+                out[j] = fair
+            break
+    return out
+
+
+class FluidBus:
+    """Per-socket DRAM bus as a fluid resource (SimGrid's model for a shared link).
+
+    Every segment with DRAM fills is a *flow* while it runs: ``lines`` fills spread
+    evenly over its duration, so it asks for ``lam = lines / d`` lines per second,
+    ``d`` its duration without bandwidth limits. The socket's capacity is
+    ``B = mem_bw / line_bytes`` lines per second. While sum(lam) <= B every flow runs
+    at its own pace; above, flows get max-min fair shares (``maxmin_shares``) and a
+    flow whose share is below its demand is *bus-bound*: it lasts ``lines / share``.
+    Shares change when a flow starts, ends, or changes pace (its SMT sibling or its
+    clock changed); the machine then asks the engine to re-rate the flows whose
+    share changed (``on_change(cpu, now)``), and keeps a timer on the earliest end of
+    a flow while the bus is saturated, so that the others speed up at that instant.
+
+    Loaded latency below saturation: each fill of a new segment waits the M/D/1 time
+    ``rho * S / (2 (1 - rho))`` (models.membus.md1_wait, S the line's service time on
+    one channel), ``rho`` the bus utilisation as an exponential average (time constant
+    ``tau_s``) of the fluid traffic actually carried, capped at ``rho_cap``. That wait
+    is fixed when the segment starts (it is part of its latency-bound pace).
+    """
+
+    def __init__(self, preset, env=None, on_change=None, tau_s: float = 100e-6,
+                 rho_cap: float = 0.98):
+        n = preset.sockets
+        bw = preset.mem_bw_gbs
+        self.dram_ns = preset.dram_ns
+        self.service_ns = preset.line_bytes / (bw / max(1, preset.mem_channels))
+        self.s_per_line = preset.line_bytes / (bw * 1e9)
+        self.cap = 1.0 / self.s_per_line          # lines per second
+        self.inv_mlp = 1.0 / preset.mlp
+        self.tau_s = tau_s
+        self.rho_cap = rho_cap
+        self.env = env
+        self.on_change = on_change
+        # per socket: cpu -> [lines, lam, share, end]
+        self.flows: list[dict] = [{} for _ in range(n)]
+        self.util = [0.0] * n        # exponential average of carried traffic / capacity
+        self.rate = [0.0] * n        # carried traffic / capacity now
+        self.t_util = [0.0] * n
+        self.saturated = [False] * n
+        self.timer_at = [math.inf] * n
+        self.lines_total = [0.0] * n
+
+    # -- utilisation -----------------------------------------------------------------
+    def _decay(self, s: int, t: float) -> None:
+        dt = t - self.t_util[s]
+        if dt > 0.0:
+            r = self.rate[s]
+            self.util[s] = r + (self.util[s] - r) * math.exp(-dt / self.tau_s)
+            self.t_util[s] = t
+
+    def rho(self, s: int, now: float) -> float:
+        self.advance(s, now)
+        return min(self.util[s], 1.0)
+
+    def advance(self, s: int, now: float) -> None:
+        """Close the flows that ended by ``now``, in order of their ends."""
+        flows = self.flows[s]
+        while flows:
+            cpu = min(flows, key=lambda c: flows[c][3])
+            end = flows[cpu][3]
+            if end > now:
+                break
+            self._decay(s, end)
+            del flows[cpu]
+            self._reshare(s, end, cpu)
+        self._decay(s, now)
+
+    # -- flows -----------------------------------------------------------------------
+    def start(self, s: int, cpu: int, lines: float, d: float, now: float) -> float:
+        """A segment of ``cpu`` starts ``lines`` fills over ``d`` s at its own pace; it
+        is registered with end ``now + d`` (``set_end`` corrects it). Returns its
+        M/D/1 wait (s, overlapped by the MLP), computed before it joins the bus."""
+        self.advance(s, now)
+        rho = self.util[s]
+        if rho > self.rho_cap:
+            rho = self.rho_cap
+        wait = lines * md1_wait(rho, self.service_ns) * 1e-9 * self.inv_mlp
+        self.lines_total[s] += lines
+        dd = d + wait
+        self.flows[s][cpu] = [lines, lines / dd if dd > 0.0 else self.cap, 0.0, now + dd]
+        self._reshare(s, now, cpu)
+        return wait
+
+    def pace(self, s: int, cpu: int, d: float, now: float) -> None:
+        """The flow of ``cpu`` now goes at a new own pace (``d``: its whole duration
+        without bandwidth limits)."""
+        f = self.flows[s].get(cpu)
+        if f is None:
+            return
+        self.advance(s, now)
+        if cpu not in self.flows[s]:
+            return
+        f[1] = f[0] / d if d > 0.0 else self.cap
+        self._reshare(s, now, cpu)
+
+    def duration(self, s: int, cpu: int, d: float) -> float:
+        """Whole duration of the flow of ``cpu`` at its current share (``d`` without
+        bandwidth limits)."""
+        f = self.flows[s].get(cpu)
+        if f is None or f[2] >= f[1]:
+            return d
+        return f[0] / f[2]
+
+    def set_end(self, s: int, cpu: int, end: float) -> None:
+        f = self.flows[s].get(cpu)
+        if f is not None:
+            f[3] = end
+            if self.saturated[s]:
+                self._arm(s)
+
+    def close(self, s: int, cpu: int, now: float) -> None:
+        """The segment of ``cpu`` ended (or left the CPU) before its registered end."""
+        if cpu in self.flows[s]:
+            self.advance(s, now)
+            if cpu in self.flows[s]:
+                del self.flows[s][cpu]
+                self._reshare(s, now, cpu)
+
+    def _reshare(self, s: int, now: float, origin: int) -> None:
+        flows = self.flows[s]
+        was = self.saturated[s]
+        lams = [f[1] for f in flows.values()]
+        total = sum(lams)
+        sat = total > self.cap
+        self.saturated[s] = sat
+        if sat:
+            shares = maxmin_shares(lams, self.cap)
+        else:
+            shares = lams
+        changed = []
+        for (cpu, f), x in zip(flows.items(), shares):
+            if f[2] != x:
+                bound_before = f[2] < f[1] and f[2] > 0.0
+                f[2] = x
+                if cpu != origin and (was or sat) and (bound_before or x < f[1]):
+                    changed.append(cpu)
+        carried = sum(shares) * self.s_per_line
+        self._decay(s, now)
+        self.rate[s] = carried
+        if sat:
+            self._arm(s)
+        if changed and self.on_change is not None:
+            for cpu in changed:
+                self.on_change(cpu, now)
+
+    def _arm(self, s: int) -> None:
+        """While saturated, an event at the earliest end of a flow."""
+        flows = self.flows[s]
+        if not flows or self.env is None:
+            return
+        t = min(f[3] for f in flows.values())
+        if t < self.timer_at[s]:
+            self.timer_at[s] = t
+            now = self.env.now
+            self.env.timeout(t - now if t > now else 0.0).callbacks.append(
+                lambda _e, s=s, t=t: self._timer(s, t))
+
+    def _timer(self, s: int, t: float) -> None:
+        if self.timer_at[s] == t:
+            self.timer_at[s] = math.inf
+        self.advance(s, self.env.now)
+        if self.saturated[s]:
+            self._arm(s)

@@ -35,8 +35,13 @@ from heapq import heappush
 from simpy.events import NORMAL, Event, Timeout
 
 from warmcore.simcore.work import (
+    C_COHER,
+    C_COMPUTE,
+    C_CONTEND,
     C_CYC,
+    C_DUR,
     C_INS,
+    C_RELOAD,
     C_L1L,
     C_L1M,
     C_LLCL,
@@ -115,6 +120,13 @@ class Thread:
         "cs",
         "ctr",
         "data",
+        "fl_cost",
+        "fl_costx",
+        "fl_ev",
+        "fl_extra",
+        "fl_parts",
+        "fl_req",
+        "fl_total",
         "futex_wakes",
         "kernel",
         "last_cpu",
@@ -164,6 +176,17 @@ class Thread:
         self.data = None              # free slot for the strategy
         self.run_since = 0.0          # when it got its CPU (its time slice counts from here)
         self.timed_out = False        # the last park(timeout) ended by its timeout
+        # Fluid rates (Kernel.rerate): the running segment's rate-independent parts,
+        # its cost at the current rates without and with kernel work, that kernel
+        # work, its whole duration now, its request and the event that ends the
+        # piece in flight (None when the clock ran ahead over it).
+        self.fl_parts = None
+        self.fl_cost = None
+        self.fl_costx = None
+        self.fl_extra = 0.0
+        self.fl_total = 0.0
+        self.fl_req = None
+        self.fl_ev = None
 
     # -- the three calls a strategy makes -------------------------------------------------
 
@@ -229,6 +252,12 @@ class Thread:
          contend_s) = cost                           # one unpack: COST_FIELDS order
         extra = self.pending_busy
         total = dur
+        fluid = k.fluid
+        if fluid:
+            self.fl_cost = cost
+            self.fl_parts = m.last_parts
+            self.fl_extra = extra
+            self.fl_req = req
         if extra:
             self.pending_busy = 0.0
             total = dur + extra
@@ -279,7 +308,20 @@ class Thread:
             self.seg_t1 = now + total
             self.seg_cost = cost
             cpu.busy_s += total
+            if fluid:
+                self.fl_costx = cost
+                self.fl_total = total
+                if self.fl_parts[6]:            # DRAM fills: a flow on the memory bus
+                    m.flow_end(cpu.id, now + total)
+                ev = segment_done(env, total)
+                self.fl_ev = ev if ev is not _ALREADY_DONE else None
+                return ev
             return segment_done(env, total)
+        if fluid:
+            self.fl_costx = cost
+            self.fl_total = total
+            if self.fl_parts[6]:
+                m.flow_end(cpu.id, now + total)
         return self._run_slow(seg, total, cost, req, extra)
 
     def _credit(self, cost, total, frac, t0, span, sys_s=0.0) -> None:
@@ -380,6 +422,12 @@ class Kernel:
         from warmcore.simcore.machine import IdealMachine
         # Seconds per instruction when the machine is the ideal one (enables the fast path).
         self.ideal_spi = machine._s_per_instr if type(machine) is IdealMachine else 0.0
+        # Rates that change during work: the machine calls rerate(cpu, now) when what a
+        # running segment shares changes (docs/engine.md "Fluid rates").
+        self.fluid = bool(getattr(machine, "fluid", False)) and not self.ideal_spi
+        self.rerates = 0
+        if self.fluid:
+            machine.rate_hook = self.rerate
         self.runqueue_max = 0
         self.n_queued = 0             # threads waiting in any run queue
         self.deferred: list | None = None   # zero-delay wake events being collected
@@ -660,7 +708,10 @@ class Kernel:
         if self.trace is not None:
             self.trace.append((now, cpu.id, t.tid, "run", label, chunk, rid))
         t.cont = (remaining - chunk, block_s, total, cost, label, rid, sys_s)
-        self.env.timeout(chunk).callbacks.append(lambda _e: self._chunk_end(t))
+        ev = self.env.timeout(chunk)
+        ev.callbacks.append(lambda _e: self._chunk_end(t))
+        if self.fluid:
+            t.fl_ev = ev
 
     def _preempt(self, t: Thread) -> None:
         """Involuntary switch: ``t`` goes to the back of the run queue, or straight to
@@ -691,6 +742,77 @@ class Kernel:
             return
         ev = t.wait_ev
         ev.succeed()
+
+    # -- fluid rates ------------------------------------------------------------------------
+
+    def rerate(self, cid: int, when: float | None = None) -> None:
+        """What the segment running on CPU ``cid`` shares has changed (an SMT sibling
+        started or stopped, the clock changed, its memory-bus share changed): the
+        rest of its work goes on at the new rate from now (SimGrid's fluid model).
+
+        The work left is a fraction of the whole segment, w = (time left of the piece
+        in flight + later chunks) / whole duration at the old rates. Its counters and
+        the request's breakdown were credited at the old rates when the piece started;
+        the part not yet done is re-credited at the new ones (piecewise crediting), the
+        piece now ends w_piece x the new whole duration from now, and the event that
+        ends it is moved there. No rate change, no event and no arithmetic."""
+        cpu = self.cpus[cid]
+        t = cpu.current
+        if t is None or t.fl_parts is None:
+            return
+        env = self.env
+        now = env.now
+        t1 = t.seg_t1
+        ev = t.fl_ev
+        if t1 <= now or ev is None or ev.callbacks is None:
+            return                     # between segments, or its end is being processed
+        m = self.machine
+        new = m.cost_now(cid, t.fl_parts, now)
+        old = t.fl_cost
+        if new == old:
+            return
+        self.rerates += 1
+        extra = t.fl_extra
+        old_total = t.fl_total
+        new_total = new[C_DUR] + extra
+        newx = new
+        if extra:
+            cyc = new[C_CYC] + extra * m.current_ghz(cid, now) * 1e9
+            newx = (new[C_DUR], cyc) + new[2:]
+        oldx = t.fl_costx
+        w_piece = (t1 - now) / old_total
+        cont = t.cont
+        w_rest = cont[0] / old_total if cont is not None else 0.0
+        # counters of the piece in flight: its undone part at the new rates
+        ctr = t.ctr
+        span_new = w_piece * new_total
+        ctr[K_TASK] += span_new - (t1 - now)
+        ctr[K_CYC] += w_piece * (newx[C_CYC] - oldx[C_CYC])
+        cpu.busy_s += span_new - (t1 - now)
+        t.seg_t0 = now
+        t.seg_t1 = now + span_new
+        t.seg_cost = tuple(w_piece * x for x in newx)
+        t.seg_sys = w_piece * extra
+        req = t.fl_req
+        if req is not None:
+            w = w_piece + w_rest
+            bd = req.bd
+            bd[B_COMPUTE] += w * (new[C_COMPUTE] - old[C_COMPUTE])
+            bd[B_RELOAD] += w * (new[C_RELOAD] - old[C_RELOAD])
+            bd[B_COHER] += w * (new[C_COHER] - old[C_COHER])
+            bd[B_CONTEND] += w * (new[C_CONTEND] - old[C_CONTEND])
+            req.t_acc += w * (new_total - old_total)
+        if cont is not None:
+            t.cont = (w_rest * new_total, cont[1], new_total, newx) + cont[4:]
+        t.fl_cost = new
+        t.fl_costx = newx
+        t.fl_total = new_total
+        if t.fl_parts[6]:
+            m.flow_end(cid, now + span_new + w_rest * new_total)
+        nev = fast_timeout(env, span_new)
+        nev.callbacks = ev.callbacks
+        ev.callbacks = []
+        t.fl_ev = nev
 
     # -- accounting ------------------------------------------------------------------------
 
