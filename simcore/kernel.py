@@ -35,6 +35,9 @@ from heapq import heappush
 from simpy.events import NORMAL, Event, Timeout
 
 from warmcore.simcore.work import (
+    STEP_ACQUIRE,
+    STEP_CALL,
+    STEP_RUN,
     C_COHER,
     C_COMPUTE,
     C_CONTEND,
@@ -202,7 +205,10 @@ class Thread:
 
     def run(self, seg, req=None) -> Event:
         """Run ``seg`` on the CPU this thread holds; the event fires when it is done
-        (including any blocking wait ``seg.block_s``)."""
+        (including any blocking wait ``seg.block_s``). ``seg`` may be a request
+        program (simcore.work.Program): its steps run in order on this thread."""
+        if seg.program:
+            return self._run_program(seg, req)
         k = self.kernel
         cpu = self.cpu
         env = k.env
@@ -355,6 +361,50 @@ class Thread:
         self.kernel._run_chunk(self)
         return done
 
+    def _run_program(self, prog, req) -> Event:
+        """Run a request program's steps on this thread; the event fires after the last."""
+        done = Event(self.kernel.env)
+        gen = self._program_steps(prog, req, done)
+
+        def step(ev=None):
+            try:
+                nxt = gen.send(None)
+                while nxt.callbacks is None:          # already processed (run-ahead)
+                    nxt = gen.send(None)
+            except StopIteration:
+                return
+            nxt.callbacks.append(step)
+
+        step()
+        return done
+
+    def _program_steps(self, prog, req, done):
+        k = self.kernel
+        for kind, arg in prog.steps:
+            if kind == STEP_RUN:
+                yield self.run(arg, req)
+                if req is not None:
+                    req.consumed_by = self.tid
+            elif kind == STEP_CALL:                   # a blocking call (a database query)
+                if req is not None:
+                    req.bd[B_IO] += arg
+                    req.t_acc = k.env.now + arg
+                yield self.block(arg)
+            elif kind == STEP_ACQUIRE:
+                sem = k.resources[arg]
+                if sem.op is not None:
+                    yield self.run(sem.op, req)
+                if not sem.acquire(self):
+                    yield self.park()                 # woken holding the permit (hand-off)
+            else:
+                sem = k.resources[arg]
+                if sem.op is not None:
+                    yield self.run(sem.op, req)
+                waiter = sem.release()
+                if waiter is not None:
+                    k.wake(waiter, self)              # futex wake, paid by this thread
+        done.succeed()
+
     def park(self, timeout: float | None = None) -> Event:
         """Sleep (futex wait) until someone calls kernel.wake(thread), or, with a
         ``timeout`` (seconds), until it expires (``thread.timed_out`` tells which)."""
@@ -395,6 +445,48 @@ class Thread:
         return ev
 
 
+class Semaphore:
+    """A named counting semaphore or connection pool (``[resources]``): ``permits``
+    held at once and a FIFO wait queue (a fair java.util.concurrent.Semaphore, a
+    connection pool handing connections out in request order).
+
+    ``acquire(waiter)`` takes a permit if one is free and nobody queues, else queues
+    ``waiter`` (returns False: the caller parks). ``release()`` hands the permit to
+    the first waiter (returned: the caller wakes it, paying the futex wake) or
+    frees it. ``op`` is the CPU work of each acquire or release (a CAS on the
+    contended state word and the queue bookkeeping; None when free).
+    """
+
+    __slots__ = ("acquires", "free", "max_waiting", "name", "op", "permits", "waiters", "waits")
+
+    def __init__(self, name: str, permits: int, op=None):
+        self.name = name
+        self.permits = permits
+        self.free = permits
+        self.waiters: deque = deque()
+        self.op = op
+        self.acquires = 0
+        self.waits = 0
+        self.max_waiting = 0
+
+    def acquire(self, waiter) -> bool:
+        self.acquires += 1
+        if self.free and not self.waiters:
+            self.free -= 1
+            return True
+        self.waits += 1
+        self.waiters.append(waiter)
+        if len(self.waiters) > self.max_waiting:
+            self.max_waiting = len(self.waiters)
+        return False
+
+    def release(self):
+        if self.waiters:
+            return self.waiters.popleft()
+        self.free += 1
+        return None
+
+
 class Kernel:
     """Per-CPU run queues, placement, wake-ups, time slices and counters."""
 
@@ -429,6 +521,7 @@ class Kernel:
         if self.fluid:
             machine.rate_hook = self.rerate
         self.runqueue_max = 0
+        self.resources: dict[str, Semaphore] = {}   # named semaphores (request programs)
         self.n_queued = 0             # threads waiting in any run queue
         self.deferred: list | None = None   # zero-delay wake events being collected
 

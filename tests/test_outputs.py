@@ -15,7 +15,9 @@ from warmcore.simcore.machine import IdealMachine
 from warmcore.simcore.work import Segment
 
 US = 1e-6
-SCENARIOS = ("mmc", "contended", "ewyk", "pipeline", "throughput-machine", "web")
+from warmcore.simcore.config import builtin_names
+
+SCENARIOS = tuple(builtin_names())
 ORDER = ("min", "p50", "p90", "p99", "p999", "max")
 
 
@@ -86,7 +88,8 @@ def test_service_time_excludes_the_wait_before_a_thread_takes_the_request():
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("strategy", sorted(strategies()))
 def test_every_builtin_scenario_and_strategy_reports_consistent_outputs(scenario, strategy):
-    r = simulate(load(scenario, [], requests=600, strategy=strategy))
+    sets = ["workload.jobs=300"] if scenario == "loom" else []
+    r = simulate(load(scenario, sets, requests=600, strategy=strategy))
     assert r["requests"] > 0
     for cause, v in r["breakdown_us"].items():
         assert v >= -1e-9, f"{cause} = {v}"

@@ -123,6 +123,7 @@ def build(cfg: Scenario, seed: int) -> SimContext:
     streams = Streams(seed)
     machine = build_machine(cfg)
     kernel = Kernel(env, machine, trace_limit=cfg.run.trace_events)
+    kernel.resources = make_resources(cfg, machine)
     run = cfg.run
     if cfg.workload.kind == "batch":
         warm_n, measure_n, warm_s, measure_s = 0, cfg.workload.jobs, None, None
@@ -148,6 +149,22 @@ def build(cfg: Scenario, seed: int) -> SimContext:
     ctx.strategy.start()
     ctx.workload.start()
     return ctx
+
+
+def make_resources(cfg: Scenario, machine) -> dict:
+    """The scenario's named semaphores / connection pools ([resources])."""
+    from warmcore.simcore.kernel import Semaphore
+    from warmcore.simcore.work import SHARED, Footprint, Segment
+
+    out = {}
+    for name, r in cfg.resources.items():
+        op = None
+        if r.op_us:
+            line = f"sem-{name}"
+            op = Segment(r.op_us * 1e-6 * machine.nominal_ips, (Footprint(SHARED, line, 2, True),),
+                         contended_ops=1, contended_line=line, label=f"sem-{name}")
+        out[name] = Semaphore(name, r.permits, op)
+    return out
 
 
 # Young-generation threshold of the cyclic GC while a run is in progress. A run
