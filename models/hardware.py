@@ -67,11 +67,19 @@ first, then the SMT siblings; cpu N's sibling is cpu N + cores).
 
 from __future__ import annotations
 
+from array import array
+
 from warmcore.models.cache import CacheState, Hierarchy
 from warmcore.models.coherence import ContendedLines, Directory, Topology
 from warmcore.models.membus import FluidBus, MemoryBus
 from warmcore.models.presets import nominal_ips
 from warmcore.models.smt import speed_table
+
+# execute's rate-independent parts of a segment, per CPU (cost_now re-rates them):
+# compute cycles of a lone thread, cache-hit cycles / MLP, DRAM seconds / MLP,
+# coherence s, contended-line stall s, M/D/1 wait s, DRAM lines (flow), instructions,
+# L1 loads, L1 misses, LLC loads, LLC misses
+NPARTS = 12
 
 EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs",
            "energy")
@@ -238,7 +246,9 @@ class HardwareMachine:
         self._dyn_clock = ctl is not None and not getattr(ctl, "fixed", True)
         self.fluid = self._smt or self._dyn_clock or self._membus_on
         self.rate_hook = None
-        self.last_parts = None
+        # per CPU, the rate-independent parts of the segment it runs (NPARTS doubles):
+        # written by execute without allocating, read by cost_now
+        self._parts = array("d", bytes(8 * NPARTS * self.n_cpus))
         self.bus = FluidBus(p, on_change=self._bus_change) if self._membus_on else None
         cores = self.cpu_core
         self._siblings = [tuple(c2 for c2 in range(self.n_cpus)
@@ -318,20 +328,42 @@ class HardwareMachine:
             d1 = d0 + wait
             contend_s += wait + (bus.duration(sock, cpu, d1) - d1)
         if self.fluid:
-            self.last_parts = (ins / self._ipc,
-                               (l2_hits * self._l2_cyc + llc_hits * self._llc_cyc) * inv_mlp,
-                               dram * self._dram_ns * 1e-9 * inv_mlp, coher_s, stall, wait,
-                               lines, ins, l1l, l1m, llcl, llcm)
+            pa = self._parts
+            b = cpu * NPARTS
+            pa[b] = ins / self._ipc
+            pa[b + 1] = (l2_hits * self._l2_cyc + llc_hits * self._llc_cyc) * inv_mlp
+            pa[b + 2] = dram * self._dram_ns * 1e-9 * inv_mlp
+            pa[b + 3] = coher_s
+            pa[b + 4] = stall
+            pa[b + 5] = wait
+            pa[b + 6] = lines
+            pa[b + 7] = ins
+            pa[b + 8] = l1l
+            pa[b + 9] = l1m
+            pa[b + 10] = llcl
+            pa[b + 11] = llcm
         dur = compute_s + reload_s + coher_s + contend_s
         cycles = cyc + (reload_s + coher_s + contend_s) * ghz * 1e9
         return (dur, cycles, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s, contend_s)
 
-    def cost_now(self, cpu, parts, now):
-        """The cost of a whole segment (``parts``: what ``execute`` left in
-        ``last_parts``) at the rates of ``now``: the CPU's clock, its SMT siblings
-        and its memory-bus share; the same formulas as ``execute``."""
-        (cyc0, rcyc, dram_s, coher_s, stall, wait, lines, ins, l1l, l1m, llcl,
-         llcm) = parts
+    def cost_now(self, cpu, now):
+        """The cost of the whole segment running on ``cpu`` (its parts as ``execute``
+        left them) at the rates of ``now``: the CPU's clock, its SMT siblings and its
+        memory-bus share; the same formulas as ``execute``."""
+        pa = self._parts
+        b = cpu * NPARTS
+        cyc0 = pa[b]
+        rcyc = pa[b + 1]
+        dram_s = pa[b + 2]
+        coher_s = pa[b + 3]
+        stall = pa[b + 4]
+        wait = pa[b + 5]
+        lines = pa[b + 6]
+        ins = pa[b + 7]
+        l1l = pa[b + 8]
+        l1m = pa[b + 9]
+        llcl = pa[b + 10]
+        llcm = pa[b + 11]
         ghz = self.clock.ghz(cpu, now) if self._dvfs else self._fixed_ghz
         s_per_cyc = 1.0 / (ghz * 1e9)
         cyc = cyc0

@@ -24,7 +24,9 @@ lines. The utilisation a segment sees is computed *before* its own fills are add
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
+from heapq import heappop, heappush
 
 
 def bandwidth_shares(demands: Sequence[float], capacity: float) -> list[float]:
@@ -191,14 +193,19 @@ class FluidBus:
         self.rho_cap = rho_cap
         self.env = env
         self.on_change = on_change
-        # per socket: cpu -> [lines, lam, share, end]
+        # per socket: cpu -> [lines, lam, share, end]; a heap of (end, seq, cpu) to
+        # close them in order (entries whose flow moved or left are skipped)
         self.flows: list[dict] = [{} for _ in range(n)]
-        self.util = [0.0] * n        # exponential average of carried traffic / capacity
-        self.rate = [0.0] * n        # carried traffic / capacity now
-        self.t_util = [0.0] * n
+        self.heap: list[list] = [[] for _ in range(n)]
+        self.seq = 0
+        # per socket (arrays: typed C doubles when compiled)
+        self.lam_sum = array("d", [0.0] * n)     # sum of demands
+        self.util = array("d", [0.0] * n)        # exponential average of carried / capacity
+        self.rate = array("d", [0.0] * n)        # carried traffic / capacity now
+        self.t_util = array("d", [0.0] * n)
         self.saturated = [False] * n
-        self.timer_at = [math.inf] * n
-        self.lines_total = [0.0] * n
+        self.timer_at = array("d", [math.inf] * n)
+        self.lines_total = array("d", [0.0] * n)
 
     # -- utilisation -----------------------------------------------------------------
     def _decay(self, s: int, t: float) -> None:
@@ -214,44 +221,85 @@ class FluidBus:
 
     def advance(self, s: int, now: float) -> None:
         """Close the flows that ended by ``now``, in order of their ends."""
-        flows = self.flows[s]
-        while flows:
-            cpu = min(flows, key=lambda c: flows[c][3])
-            end = flows[cpu][3]
-            if end > now:
-                break
-            self._decay(s, end)
-            del flows[cpu]
-            self._reshare(s, end, cpu)
+        h = self.heap[s]
+        if h and h[0][0] <= now:
+            flows = self.flows[s]
+            while h and h[0][0] <= now:
+                end, _, cpu = heappop(h)
+                f = flows.get(cpu)
+                if f is None or f[3] != end:
+                    continue                  # stale entry
+                self._decay(s, end)
+                del flows[cpu]
+                self._left(s, f, end, cpu)
         self._decay(s, now)
+
+    def _push(self, s: int, cpu: int, end: float) -> None:
+        self.seq += 1
+        heappush(self.heap[s], (end, self.seq, cpu))
+
+    def _left(self, s: int, f: list, t: float, cpu: int) -> None:
+        """Flow ``f`` of ``cpu`` left at ``t`` (the utilisation is decayed to t)."""
+        if not self.flows[s]:
+            self.lam_sum[s] = 0.0
+            self.rate[s] = 0.0
+            self.saturated[s] = False
+            return
+        self.lam_sum[s] -= f[1]
+        if self.saturated[s]:
+            self._reshare(s, t, cpu)
+        else:
+            self.rate[s] -= f[2] * self.s_per_line
 
     # -- flows -----------------------------------------------------------------------
     def start(self, s: int, cpu: int, lines: float, d: float, now: float) -> float:
-        """A segment of ``cpu`` starts ``lines`` fills over ``d`` s at its own pace; it
-        is registered with end ``now + d`` (``set_end`` corrects it). Returns its
-        M/D/1 wait (s, overlapped by the MLP), computed before it joins the bus."""
+        """A segment of ``cpu`` starts ``lines`` fills over ``d`` s at its own pace.
+        Returns its M/D/1 wait (s, overlapped by the MLP), computed before it joins
+        the bus; it is registered to end at ``now`` + its duration at its share
+        (``set_end`` moves that)."""
         self.advance(s, now)
         rho = self.util[s]
         if rho > self.rho_cap:
             rho = self.rho_cap
         wait = lines * md1_wait(rho, self.service_ns) * 1e-9 * self.inv_mlp
         self.lines_total[s] += lines
+        flows = self.flows[s]
+        old = flows.pop(cpu, None)
+        if old is not None:                   # its previous segment left early
+            self._left(s, old, now, cpu)
         dd = d + wait
-        self.flows[s][cpu] = [lines, lines / dd if dd > 0.0 else self.cap, 0.0, now + dd]
-        self._reshare(s, now, cpu)
+        lam = lines / dd if dd > 0.0 else self.cap
+        f = [lines, lam, lam, now + dd]
+        flows[cpu] = f
+        self.lam_sum[s] += lam
+        if self.saturated[s] or self.lam_sum[s] > self.cap:
+            self._reshare(s, now, cpu)
+            if f[2] < f[1]:                   # bus-bound from the start
+                f[3] = now + lines / f[2]
+        else:
+            self.rate[s] += lam * self.s_per_line
+        self._push(s, cpu, f[3])
+        if self.saturated[s]:
+            self._arm(s)
         return wait
 
     def pace(self, s: int, cpu: int, d: float, now: float) -> None:
         """The flow of ``cpu`` now goes at a new own pace (``d``: its whole duration
         without bandwidth limits)."""
+        if cpu not in self.flows[s]:
+            return
+        self.advance(s, now)
         f = self.flows[s].get(cpu)
         if f is None:
             return
-        self.advance(s, now)
-        if cpu not in self.flows[s]:
-            return
-        f[1] = f[0] / d if d > 0.0 else self.cap
-        self._reshare(s, now, cpu)
+        lam = f[0] / d if d > 0.0 else self.cap
+        self.lam_sum[s] += lam - f[1]
+        if self.saturated[s] or self.lam_sum[s] > self.cap:
+            f[1] = lam
+            self._reshare(s, now, cpu)
+        else:
+            self.rate[s] += (lam - f[2]) * self.s_per_line
+            f[1] = f[2] = lam
 
     def duration(self, s: int, cpu: int, d: float) -> float:
         """Whole duration of the flow of ``cpu`` at its current share (``d`` without
@@ -263,8 +311,9 @@ class FluidBus:
 
     def set_end(self, s: int, cpu: int, end: float) -> None:
         f = self.flows[s].get(cpu)
-        if f is not None:
+        if f is not None and f[3] != end:
             f[3] = end
+            self._push(s, cpu, end)
             if self.saturated[s]:
                 self._arm(s)
 
@@ -272,31 +321,30 @@ class FluidBus:
         """The segment of ``cpu`` ended (or left the CPU) before its registered end."""
         if cpu in self.flows[s]:
             self.advance(s, now)
-            if cpu in self.flows[s]:
-                del self.flows[s][cpu]
-                self._reshare(s, now, cpu)
+            f = self.flows[s].pop(cpu, None)
+            if f is not None:
+                self._left(s, f, now, cpu)
 
     def _reshare(self, s: int, now: float, origin: int) -> None:
+        """Max-min shares from scratch; re-rate the flows whose share changed while
+        the bus is or was saturated."""
         flows = self.flows[s]
         was = self.saturated[s]
         lams = [f[1] for f in flows.values()]
         total = sum(lams)
+        self.lam_sum[s] = total
         sat = total > self.cap
         self.saturated[s] = sat
-        if sat:
-            shares = maxmin_shares(lams, self.cap)
-        else:
-            shares = lams
+        shares = maxmin_shares(lams, self.cap) if sat else lams
         changed = []
-        for (cpu, f), x in zip(flows.items(), shares):
+        for (cpu, f), x in zip(flows.items(), shares, strict=True):
             if f[2] != x:
-                bound_before = f[2] < f[1] and f[2] > 0.0
+                bound_before = 0.0 < f[2] < f[1]
                 f[2] = x
                 if cpu != origin and (was or sat) and (bound_before or x < f[1]):
                     changed.append(cpu)
-        carried = sum(shares) * self.s_per_line
         self._decay(s, now)
-        self.rate[s] = carried
+        self.rate[s] = sum(shares) * self.s_per_line
         if sat:
             self._arm(s)
         if changed and self.on_change is not None:

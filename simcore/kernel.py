@@ -123,11 +123,10 @@ class Thread:
         "cs",
         "ctr",
         "data",
-        "fl_cost",
         "fl_costx",
         "fl_ev",
-        "fl_extra",
         "fl_parts",
+        "fl_rated",
         "fl_req",
         "fl_total",
         "futex_wakes",
@@ -179,17 +178,18 @@ class Thread:
         self.data = None              # free slot for the strategy
         self.run_since = 0.0          # when it got its CPU (its time slice counts from here)
         self.timed_out = False        # the last park(timeout) ended by its timeout
-        # Fluid rates (Kernel.rerate): the running segment's rate-independent parts,
-        # its cost at the current rates without and with kernel work, that kernel
-        # work, its whole duration now, its request and the event that ends the
-        # piece in flight (None when the clock ran ahead over it).
+        # Fluid rates (Kernel.rerate): fl_parts is True while the machine holds the
+        # running segment's rate-independent parts (for the CPU it started on), fl_req
+        # its request, fl_ev the event that ends the piece in flight (None when the
+        # clock ran ahead over it); after a re-rating, fl_total and fl_costx are the
+        # whole segment's duration and cost at the new rates (valid while fl_ev is
+        # fl_rated).
         self.fl_parts = None
-        self.fl_cost = None
         self.fl_costx = None
-        self.fl_extra = 0.0
         self.fl_total = 0.0
         self.fl_req = None
         self.fl_ev = None
+        self.fl_rated = None
 
     # -- the three calls a strategy makes -------------------------------------------------
 
@@ -260,9 +260,7 @@ class Thread:
         total = dur
         fluid = k.fluid
         if fluid:
-            self.fl_cost = cost
-            self.fl_parts = m.last_parts
-            self.fl_extra = extra
+            self.fl_parts = True
             self.fl_req = req
         if extra:
             self.pending_busy = 0.0
@@ -315,19 +313,10 @@ class Thread:
             self.seg_cost = cost
             cpu.busy_s += total
             if fluid:
-                self.fl_costx = cost
-                self.fl_total = total
-                if self.fl_parts[6]:            # DRAM fills: a flow on the memory bus
-                    m.flow_end(cpu.id, now + total)
                 ev = segment_done(env, total)
                 self.fl_ev = ev if ev is not _ALREADY_DONE else None
                 return ev
             return segment_done(env, total)
-        if fluid:
-            self.fl_costx = cost
-            self.fl_total = total
-            if self.fl_parts[6]:
-                m.flow_end(cpu.id, now + total)
         return self._run_slow(seg, total, cost, req, extra)
 
     def _credit(self, cost, total, frac, t0, span, sys_s=0.0) -> None:
@@ -810,6 +799,7 @@ class Kernel:
         """Involuntary switch: ``t`` goes to the back of the run queue, or straight to
         an idle CPU it may use (the idle balancer's pull, without waiting a tick)."""
         cpu = t.cpu
+        t.fl_parts = None                 # its parts stay with the CPU it started on
         self._leave_cpu(t, RUNNABLE)      # hands the CPU to the head of its queue
         t.rq_since = self.env.now
         if self.n_idle:
@@ -860,21 +850,27 @@ class Kernel:
         if t1 <= now or ev is None or ev.callbacks is None:
             return                     # between segments, or its end is being processed
         m = self.machine
-        new = m.cost_now(cid, t.fl_parts, now)
-        old = t.fl_cost
-        if new == old:
+        cont = t.cont
+        if cont is not None:                 # chunks: the whole segment is in cont
+            old_total, oldx = cont[2], cont[3]
+        elif t.fl_rated is ev:               # re-rated before
+            old_total, oldx = t.fl_total, t.fl_costx
+        else:                                # the piece in flight is the whole segment
+            old_total, oldx = t1 - t.seg_t0, t.seg_cost
+        new = m.cost_now(cid, now)
+        if new[C_DUR] == oldx[C_DUR] and new[C_COMPUTE] == oldx[C_COMPUTE]:
             return
         self.rerates += 1
-        extra = t.fl_extra
-        old_total = t.fl_total
+        extra = old_total - oldx[C_DUR]      # kernel work at the segment's start
+        if extra < 0.0:
+            extra = 0.0
         new_total = new[C_DUR] + extra
         newx = new
         if extra:
             cyc = new[C_CYC] + extra * m.current_ghz(cid, now) * 1e9
             newx = (new[C_DUR], cyc) + new[2:]
-        oldx = t.fl_costx
+        old = oldx
         w_piece = (t1 - now) / old_total
-        cont = t.cont
         w_rest = cont[0] / old_total if cont is not None else 0.0
         # counters of the piece in flight: its undone part at the new rates
         ctr = t.ctr
@@ -897,15 +893,14 @@ class Kernel:
             req.t_acc += w * (new_total - old_total)
         if cont is not None:
             t.cont = (w_rest * new_total, cont[1], new_total, newx) + cont[4:]
-        t.fl_cost = new
         t.fl_costx = newx
         t.fl_total = new_total
-        if t.fl_parts[6]:
-            m.flow_end(cid, now + span_new + w_rest * new_total)
+        m.flow_end(cid, now + span_new + w_rest * new_total)
         nev = fast_timeout(env, span_new)
         nev.callbacks = ev.callbacks
         ev.callbacks = []
         t.fl_ev = nev
+        t.fl_rated = nev
 
     # -- accounting ------------------------------------------------------------------------
 
