@@ -159,3 +159,30 @@ def test_maxmin_shares_water_filling():
     assert maxmin_shares([1.0, 5.0, 5.0], 7.0) == pytest.approx([1.0, 3.0, 3.0])
     assert maxmin_shares([1.0, 2.0], 10.0) == [1.0, 2.0]
     assert maxmin_shares([4.0, 4.0, 4.0, 4.0], 4.0) == pytest.approx([1.0] * 4)
+
+
+def test_with_nothing_changing_results_are_those_of_fixed_rates():
+    """A run in which no rate changes during a segment (one server CPU, its sibling
+    idle, a fixed clock) gives the same JSON with the fluid machinery on and off,
+    and re-rates nothing."""
+    import json
+
+    from tests.helpers import scenario
+    from warmcore.build import build, finish, run_built
+
+    cfg = scenario("web", {"machine.governor": "performance", "server.cpus": [0],
+                           "machine.effects.membus": False, "workload.rate_per_s": 3000.0},
+                   requests=2000)
+
+    def once(fluid):
+        ctx = build(cfg, 1)
+        if not fluid:
+            ctx.kernel.fluid = False
+            ctx.machine.rate_hook = None
+        res = finish(ctx, run_built(ctx))
+        return json.dumps(res, sort_keys=True), ctx.kernel.rerates
+
+    on, n_on = once(True)
+    off, n_off = once(False)
+    assert n_on == 0 and n_off == 0
+    assert on == off
