@@ -483,6 +483,8 @@ def _first_error(e: ValidationError) -> ConfigError:
     elif err["type"] == "union_tag_not_found":
         loc.append("kind")
         msg = f"missing; one of {', '.join(WORKLOAD_KINDS)}"
-    elif "input" in err and err["type"] not in ("missing",):
+    elif "input" in err and err["type"] not in ("missing",) and not (
+            err["type"] == "value_error" and isinstance(err["input"], dict)):
+        # (a whole table's validator names its field itself: no dump of the table)
         msg = f"{msg} (got {err['input']!r})"
     return ConfigError(".".join(loc) or "scenario", msg)
