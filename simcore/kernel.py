@@ -423,6 +423,15 @@ class Thread:
         k.n_queued += 1
         return ev
 
+    @property
+    def is_parked(self) -> bool:
+        """Parked in a futex wait (``park``), not running, runnable or blocked."""
+        return self.state is PARKED
+
+    def cpu_has_waiters(self) -> bool:
+        """Does another thread wait in this thread's CPU's run queue?"""
+        return bool(self.cpu.rq)
+
     def block(self, seconds: float) -> Event:
         """Leave the CPU for a blocking wait of ``seconds`` (I/O); resume after it."""
         k = self.kernel
@@ -575,6 +584,12 @@ class Kernel:
         if t.state is not PARKED:
             return False
         return self._make_runnable(t, waker)
+
+    @staticmethod
+    def charge_blocked_io(req, seconds: float) -> None:
+        """``req`` spent ``seconds`` blocked in I/O off any thread (an unmounted
+        virtual thread): its breakdown's ``blocked_io``."""
+        req.bd[B_IO] += seconds
 
     def _unblock(self, t: Thread) -> None:
         """A blocking wait (I/O, sleep) is over."""

@@ -2,9 +2,21 @@
 
 A strategy is a small object (Jetty's ExecutionStrategy in spirit). It owns the
 server's threads, which it spawns in ``start`` through the simulated OS, and it
-is told when a connection becomes readable (``on_arrival``). It reaches the
-machine only through its threads' ``run``/``park``/``block`` calls, and reports
-each handled request with ``ctx.done(req, thread)``.
+is told when a connection becomes readable (``on_arrival``). It reports each
+handled request with ``ctx.done(req, thread)``.
+
+It reaches the machine only through these documented calls (simcore/kernel.py):
+
+* ``ctx.kernel.spawn(process, name, body, cpus=None)``: a new thread running the
+  generator ``body(thread)``; ``ctx.kernel.wake(thread, waker)``: futex wake;
+* on a thread: ``run(segment, req)`` (a segment of work on its CPU), ``park(timeout)``
+  (futex wait), ``block(seconds)`` (blocking I/O), ``yield_cpu()`` (sched_yield),
+  ``charge_kernel(seconds)`` (kernel work such as starting a thread, paid before
+  its next segment), ``cpu_has_waiters()`` (does anyone wait for this CPU?);
+* ``ctx.kernel.charge_blocked_io(req, seconds)``: time a request spent blocked in
+  I/O on a thread the strategy unmounted it from (virtual threads).
+
+Everything the engine and the tests rely on is declared below.
 
 Each strategy declares its tunables as a pydantic model ``Params`` (unknown or
 impossible values are rejected with the field's name) and registers itself by
@@ -42,9 +54,11 @@ class Strategy:
             raise ConfigError(field, f"{msg} (strategy {self.name})") from None
 
     def start(self) -> None:
+        """Spawn the server's threads (the run has not started yet)."""
         raise NotImplementedError
 
     def on_arrival(self, conn) -> None:
+        """Connection ``conn`` became readable: ``conn.take()`` gives its request."""
         raise NotImplementedError
 
     def arrival_wakes(self) -> bool:
@@ -52,6 +66,12 @@ class Strategy:
         False (all their threads busy) let the workload skip the arrival's event;
         they must then call ``ctx.arrivals_may_wake()`` whenever a thread goes idle."""
         return True
+
+    def outstanding(self) -> list:
+        """The requests this strategy holds and has not finished (queued, or taken
+        by a thread but not done), for the conservation checks of the tests.
+        Strategies that keep requests outside their connections implement it."""
+        raise NotImplementedError(f"{self.name} does not list its outstanding requests")
 
     def default_threads(self) -> int:
         """Server threads when the scenario does not say: one per server CPU."""

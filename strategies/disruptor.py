@@ -317,7 +317,7 @@ class Disruptor(Strategy):
         if wait == "yielding":
             chunk = Segment(p.spin_chunk_us * 1e-6 * ips, spin_line, label="sched_yield")
             while self.cursor < nxt:
-                if t.cpu.rq:                       # someone else can run: yield gives it the CPU
+                if t.cpu_has_waiters():   # someone else can run: yield gives it the CPU
                     self.stats["yields_cpu"] += 1
                     yield t.yield_cpu()
                 else:
@@ -326,7 +326,7 @@ class Disruptor(Strategy):
         # sleeping: 100 yields, then parkNanos(sleep_ns) + timer slack
         left = SLEEP_RETRIES - SPIN_TRIES
         while left > 0 and self.cursor < nxt:
-            if t.cpu.rq:
+            if t.cpu_has_waiters():
                 self.stats["yields_cpu"] += 1
                 left -= 1
                 yield t.yield_cpu()

@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from warmcore.simcore.work import SHARED, Footprint, Segment
 from warmcore.strategies.base import Strategy, register
-from warmcore.strategies.thread_pool import LockedQueueExecutor, syscall_segment
+from warmcore.strategies.pools import ThreadPoolExecutor, syscall_segment
 
 RUN_ALL_TASKS_CHECK = 64   # SingleThreadEventExecutor.runAllTasks: nanoTime() every 64 tasks
 
@@ -108,7 +108,7 @@ class EventLoop(Strategy):
             self.loops.append(L)
         self.pool = None
         if p.offload:
-            self.pool = LockedQueueExecutor(
+            self.pool = ThreadPoolExecutor(
                 self, "offload", core=p.offload, maximum=p.offload, run_task=self._offloaded,
                 lock_us=p.lock_us, lock_line="offload-queue-lock", tomcat_queue=False,
                 thread_start_us=p.thread_start_us)

@@ -1,4 +1,4 @@
-"""Jetty's thread pool, reserved threads and selectors: what pc, pec, epc and adaptive share.
+"""Jetty's server: selectors and the base of pc, pec, epc and adaptive.
 
 Every thread of a Jetty server is a QueuedThreadPool thread, the selector
 threads included: ``ManagedSelector.doStart`` submits ``strategy::produce`` to
@@ -6,31 +6,8 @@ the pool and that job runs the selector's production loop. This module models
 the pieces, from the Jetty sources (jetty-util ``org.eclipse.jetty.util.thread``
 and jetty-io ``ManagedSelector``/``SelectorManager``; Jetty 10/11/12 unless said):
 
-QueuedThreadPool (``QueuedThreadPool.java``)
-    maxThreads 200, minThreads 8, idleTimeout 60 s, an unbounded job queue
-    (``BlockingArrayQueue``). ``execute(job)`` does what the ``_counts``
-    (threads, idle) CAS loop does: ``idle`` counts idle threads minus queued
-    jobs; a thread is started when ``idle <= 0 and threads < maxThreads``.
-    The queue signals its ``notEmpty`` condition only when it goes from empty to
-    non-empty, and a poller that leaves jobs behind signals the next waiter
-    (``BlockingArrayQueue.offer``/``poll``), so a burst is picked up by a chain
-    of wake-ups, each paid by the previous taker. Waiters are woken in FIFO
-    order (a ``Condition`` signals its longest waiter). A thread that finds no
-    job exits if threads > minThreads and no thread has exited for
-    idleTimeout (``_lastShrink``: at most one exit per idleTimeout, pool-wide);
-    otherwise it polls with idleTimeout and re-checks. ``doStart`` starts
-    minThreads threads.
-
-ReservedThreadExecutor (``ReservedThreadExecutor.java``)
-    capacity max(1, ceilToNextPowerOfTwo(min(cpus, maxThreads/8))) (Jetty 12,
-    ``reservedThreads(executor, -1)``) or max(1, min(cpus, maxThreads/10))
-    (Jetty 9.4). ``tryExecute(task)`` hands the task to a parked reserved
-    thread if there is one (most recently parked first: a SynchronousQueue/
-    stack hand-off) and, if that leaves none, starts reserving another; if
-    none is parked it starts reserving one (a pool job that parks as a
-    reserved thread; at most capacity reserved + starting) and fails. A
-    reserved thread that ran its task reserves itself again; one idle for the
-    idle timeout leaves (goes back to the pool).
+QueuedThreadPool and ReservedThreadExecutor live in ``strategies/pools.py``
+    (with the j.u.c ThreadPoolExecutor they share their machinery with).
 
 Selectors (``SelectorManager.defaultSelectors``, ``ManagedSelector.SelectorProducer``)
     max(1, min(cpus/2, maxThreads/16)) selectors; connection i belongs to
@@ -64,15 +41,14 @@ selectors (plus reserved threads) leave no thread to consume.
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from warmcore.simcore.config import ConfigError
-from warmcore.simcore.kernel import PARKED
 from warmcore.simcore.work import SHARED, Footprint, Segment
 from warmcore.strategies.base import Strategy
+from warmcore.strategies.pools import QueuedThreadPool, ReservedThreadExecutor, TimedWaits
 
 
 class JettyParams(BaseModel):
@@ -113,238 +89,6 @@ def reserved_capacity(cpus: int, max_threads: int, version: str = "12") -> int:
 def default_selectors(cpus: int, max_threads: int) -> int:
     """SelectorManager.defaultSelectors for a sized pool."""
     return max(1, min(cpus // 2, max_threads // 16))
-
-
-class PoolThread:
-    """Per-thread state (Thread.data) of a pool thread: its timed waits and hand-offs."""
-
-    __slots__ = ("expire", "nb", "since", "task", "timed_out", "timeout", "timer_at", "waiting")
-
-    def __init__(self):
-        self.waiting = False
-        self.since = 0.0
-        self.timeout = 0.0
-        self.expire = None       # called when the wait times out (leaves the waiter list)
-        self.timer_at = None     # fire time of the earliest pending timer
-        self.timed_out = False
-        self.task = None         # (body, req) handed to a reserved thread
-        self.nb = False          # inside a non-blocking invocation (Invocable)
-
-
-class TimedWaits:
-    """park() with a timeout: one lazy timer per thread, re-armed only when it fires
-    before the current wait's deadline (so a 60 s timeout costs no event per park)."""
-
-    def __init__(self, env, kernel):
-        self.env = env
-        self.kernel = kernel
-
-    def wait(self, t, timeout: float, expire):
-        """Park ``t`` (already registered by the caller in its waiter list) until woken
-        or until ``timeout`` s pass; on timeout ``expire(t)`` unregisters it and
-        ``t.data.timed_out`` is True when the generator returns."""
-        st = t.data
-        now = self.env.now
-        st.waiting = True
-        st.since = now
-        st.timeout = timeout
-        st.expire = expire
-        st.timed_out = False
-        if timeout > 0:
-            self._arm(t, st, now + timeout)
-        yield t.park()
-        st.waiting = False
-
-    def _arm(self, t, st, deadline: float) -> None:
-        if st.timer_at is not None and st.timer_at <= deadline:
-            return
-        st.timer_at = deadline
-        self.env.timeout(max(0.0, deadline - self.env.now)).callbacks.append(
-            lambda _e: self._fire(t, st, deadline))
-
-    def _fire(self, t, st, at: float) -> None:
-        if st.timer_at == at:
-            st.timer_at = None
-        if not st.waiting:
-            return
-        deadline = st.since + st.timeout
-        if self.env.now >= deadline - 1e-12 and t.state is PARKED:
-            st.expire(t)
-            st.timed_out = True
-            self.kernel.wake(t)
-        else:
-            self._arm(t, st, max(deadline, self.env.now))
-
-
-class QueuedThreadPool:
-    """Jetty's QueuedThreadPool (see the module docstring). Jobs are (body, req)
-    pairs; ``body(thread, req)`` is a generator the pool thread runs to completion."""
-
-    def __init__(self, server: JettyServer, max_threads: int, min_threads: int,
-                 idle_timeout_s: float, queue_us: float, thread_start_us: float,
-                 name: str = "qtp"):
-        self.server = server
-        self.env = server.env
-        self.kernel = server.kernel
-        self.process = server.ctx.server
-        self.max_threads = max_threads
-        self.min_threads = min_threads
-        self.idle_timeout = idle_timeout_s
-        self.thread_start_s = thread_start_us * 1e-6
-        self.name = name
-        self.jobs: deque = deque()
-        self.waiters: deque = deque()   # parked idle threads, longest waiting first
-        self.threads = 0                # _counts hi: live threads (started included)
-        self.idle = 0                   # _counts lo: idle threads minus queued jobs
-        self.last_shrink = self.env.now
-        self.n_started = 0
-        self.n_exited = 0
-        self.max_queue = 0
-        self.executed = 0
-        self.waits = server.waits
-        ips = server.ctx.machine.nominal_ips
-        self.seg = (Segment(queue_us * 1e-6 * ips,
-                            (Footprint(SHARED, f"{name}-jobs", 2, True),),
-                            contended_ops=1, contended_line=f"{name}-jobs", label="qtp-queue")
-                    if queue_us > 0 else None)
-
-    def start(self) -> None:
-        """doStart: ensureThreads() starts minThreads threads."""
-        while self.threads < self.min_threads:
-            self.threads += 1
-            self.idle += 1
-            self._start_thread()
-
-    def execute(self, body, req=None, waker=None) -> None:
-        """Queue a job; wake a waiting thread if the queue was empty; start a thread
-        if none is idle and the pool is below max. The caller, if a thread, then
-        pays ``self.seg`` (see JettyServer.execute)."""
-        start = 1 if (self.idle <= 0 and self.threads < self.max_threads) else 0
-        self.threads += start
-        self.idle += start - 1
-        jobs = self.jobs
-        was_empty = not jobs
-        jobs.append((body, req))
-        self.executed += 1
-        if len(jobs) > self.max_queue:
-            self.max_queue = len(jobs)
-        if was_empty and self.waiters:
-            self.kernel.wake(self.waiters.popleft(), waker)
-        if start:
-            self._start_thread()
-
-    def _start_thread(self) -> None:
-        self.n_started += 1
-        self.kernel.spawn(self.process, f"{self.name}-{self.n_started}", self._runner)
-
-    def _expire(self, t) -> None:
-        with contextlib.suppress(ValueError):
-            self.waiters.remove(t)
-
-    def _runner(self, t):
-        t.data = PoolThread()
-        t.pending_busy += self.thread_start_s
-        jobs = self.jobs
-        waiters = self.waiters
-        kernel = self.kernel
-        env = self.env
-        seg = self.seg
-        while True:
-            if jobs:
-                body, req = jobs.popleft()
-                if jobs and waiters:        # BlockingArrayQueue.poll: signal the next waiter
-                    kernel.wake(waiters.popleft(), t)
-                if seg is not None:
-                    yield t.run(seg, req)
-                yield from body(t, req)
-                self.idle += 1              # addCounts(0, 1): idle again
-                continue
-            # No job at once: shrink (at most one thread per idleTimeout, pool-wide)?
-            if (self.idle_timeout > 0 and self.threads > self.min_threads
-                    and env.now - self.last_shrink > self.idle_timeout):
-                self.last_shrink = env.now
-                self.threads -= 1
-                self.idle -= 1
-                self.n_exited += 1
-                return
-            waiters.append(t)
-            yield from self.waits.wait(t, self.idle_timeout, self._expire)
-
-
-class ReservedThreadExecutor:
-    """Jetty's ReservedThreadExecutor on a QueuedThreadPool (see the module docstring)."""
-
-    def __init__(self, server: JettyServer, pool: QueuedThreadPool, capacity: int,
-                 idle_timeout_s: float, queue_us: float):
-        self.server = server
-        self.env = server.env
-        self.kernel = server.kernel
-        self.pool = pool
-        self.capacity = capacity
-        self.idle_timeout = idle_timeout_s
-        self.stack: list = []     # parked reserved threads; the last one parked is handed first
-        self.size = 0             # reserved threads (parked, waiting for a task)
-        self.pending = 0          # reserved threads being started (pool jobs not yet reserved)
-        self.offered = 0
-        self.failed = 0
-        self.shrunk = 0
-        ips = server.ctx.machine.nominal_ips
-        self.seg = (Segment(queue_us * 1e-6 * ips, (Footprint(SHARED, "rte", 1, True),),
-                            contended_ops=1, contended_line="rte", label="rte-handoff")
-                    if queue_us > 0 else None)
-
-    def available(self) -> int:
-        return len(self.stack)
-
-    def try_execute(self, body, req=None, waker=None) -> bool:
-        """Hand (body, req) to a parked reserved thread, or start reserving one and fail."""
-        if self.stack:
-            th = self.stack.pop()
-            self.size -= 1
-            th.data.task = (body, req)
-            self.kernel.wake(th, waker)
-            self.offered += 1
-            if self.size == 0:
-                self._start_reserved(waker)
-            return True
-        self.failed += 1
-        self._start_reserved(waker)
-        return False
-
-    def _start_reserved(self, waker) -> None:
-        if self.pending + self.size >= self.capacity:
-            return
-        self.pending += 1
-        self.server.pool.execute(self._reserved, None, waker)
-
-    def _expire(self, t) -> None:
-        with contextlib.suppress(ValueError):
-            self.stack.remove(t)
-
-    def _reserved(self, t, _req):
-        """ReservedThread.run: reserve, wait for a task, run it, reserve again."""
-        self.pending -= 1
-        st = t.data
-        waits = self.server.waits
-        while True:
-            if self.size >= self.capacity:
-                return
-            self.size += 1
-            st.task = None
-            self.stack.append(t)
-            while st.task is None:
-                yield from waits.wait(t, self.idle_timeout, self._expire)
-                if st.task is None and st.timed_out:
-                    self.size -= 1
-                    self.shrunk += 1
-                    return
-                if st.task is None and t not in self.stack:   # spurious wake: wait again
-                    self.stack.append(t)
-            body, req = st.task
-            st.task = None
-            if self.seg is not None:
-                yield t.run(self.seg, req)
-            yield from body(t, req)
 
 
 class Selector:

@@ -84,7 +84,7 @@ class ThreadPerConnection(Strategy):
             self._bind(st, conn)
             st.thread = self.kernel.spawn(self.ctx.server, f"http-bio-exec-{len(self.threads)}",
                                           lambda t, st=st: self._serve(t, st))
-            st.thread.pending_busy += self.p.thread_start_us * 1e-6
+            st.thread.charge_kernel(self.p.thread_start_us * 1e-6)
             self.threads.append(st)
         else:
             conn.data = True

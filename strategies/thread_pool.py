@@ -40,8 +40,8 @@ Overheads are explicit parameters, all settable to 0 for queueing checks:
 contended lock line, the futex syscalls (``machine.futex_wake_cost``), wake-up
 latencies, migrations and cold caches come from the machine model.
 
-``LockedQueueExecutor`` is a plain java.util.concurrent ThreadPoolExecutor over
-a LinkedBlockingQueue (optionally with Tomcat's TaskQueue rule); the event
+The executor is ``strategies.pools.ThreadPoolExecutor`` (java.util.concurrent's
+over a LinkedBlockingQueue, with Tomcat's TaskQueue rule here); the event
 loop's offload pool uses it too.
 """
 
@@ -51,113 +51,11 @@ from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from warmcore.simcore.work import SHARED, Footprint, Segment
 from warmcore.strategies.base import Strategy, register
-
-# Cache lines a lock acquisition touches: the lock word (AQS state) and the
-# queue head/tail node it guards.
-LOCK_LINES = 2
-# Cache lines of an epoll instance a syscall touches (eventpoll struct, ready list).
-EPOLL_LINES = 2
+from warmcore.strategies.pools import ThreadPoolExecutor, lock_segment, syscall_segment
 
 # Connection states (conn.data) as the poller sees them.
 REGISTERED, READY, PROCESSING = "registered", "ready", "processing"
-
-
-def lock_segment(ips: float, lock_us: float, line: str, label: str = "lock") -> Segment:
-    """One lock acquisition (a CAS on the lock word, contended across cores) plus
-    the instructions of the queue operation under the lock."""
-    return Segment(lock_us * 1e-6 * ips, (Footprint(SHARED, line, LOCK_LINES, True),),
-                   contended_ops=1, contended_line=line, label=label)
-
-
-def syscall_segment(ips: float, us: float, key: str, label: str) -> Segment | None:
-    """An epoll syscall on epoll instance ``key``; None when its cost is set to 0."""
-    if us <= 0:
-        return None
-    return Segment(us * 1e-6 * ips, (Footprint(SHARED, key, EPOLL_LINES, True),), label=label)
-
-
-class LockedQueueExecutor:
-    """java.util.concurrent.ThreadPoolExecutor over a LinkedBlockingQueue.
-
-    ``execute(t, task)`` is a generator the submitting thread runs with
-    ``yield from``. Below ``core`` threads, execute starts a new worker with the
-    task (ThreadPoolExecutor.addWorker); with ``tomcat_queue`` the TaskQueue rule
-    starts one whenever no thread is idle and the pool is below ``maximum``;
-    otherwise the task is offered to the queue (one lock acquisition) and, if
-    the queue was empty, one waiting worker is signalled (FIFO).
-
-    Workers loop on ``take``: one lock acquisition, then a task or a wait on the
-    condition (park). ``run_task(t, task)`` is a generator; ``after_task`` is
-    called with the task when it returns (keep-alive timeouts are not modelled:
-    runs are far shorter than ThreadPoolExecutor's 60 s keepAliveTime).
-    """
-
-    def __init__(self, strategy: Strategy, name: str, core: int, maximum: int, run_task,
-                 lock_us: float, lock_line: str, tomcat_queue: bool, thread_start_us: float):
-        self.strategy = strategy
-        self.kernel = strategy.kernel
-        self.name = name
-        self.core = core
-        self.maximum = maximum
-        self.run_task = run_task
-        self.lock = lock_segment(strategy.ctx.machine.nominal_ips, lock_us, lock_line)
-        self.tomcat_queue = tomcat_queue
-        self.start_s = thread_start_us * 1e-6
-        self.q: deque = deque()
-        self.waiters: deque = deque()   # parked workers, in condition-queue (FIFO) order
-        self.pool_size = 0
-        self.submitted = 0              # Tomcat's submittedCount: queued + running tasks
-        self.workers: list = []
-
-    def prestart(self) -> None:
-        """ThreadPoolExecutor.prestartAllCoreThreads (Tomcat's executor calls it)."""
-        while self.pool_size < self.core:
-            self._add_worker(None)
-
-    def execute(self, t, task):
-        self.submitted += 1
-        if self.pool_size < self.core or (
-                self.tomcat_queue and self.pool_size < self.maximum
-                and self.submitted > self.pool_size):
-            self._add_worker(task)
-            return
-        yield t.run(self.lock)             # offer: lock, enqueue, unlock
-        q = self.q
-        was_empty = not q
-        q.append(task)
-        if was_empty and self.waiters:     # signalNotEmpty
-            self.kernel.wake(self.waiters.popleft(), t)
-
-    def _add_worker(self, first) -> None:
-        self.pool_size += 1
-        name = f"{self.name}-{len(self.workers)}"
-        th = self.kernel.spawn(self.strategy.ctx.server, name,
-                               lambda t, f=first: self._worker(t, f))
-        th.pending_busy += self.start_s
-        self.workers.append(th)
-
-    def _worker(self, t, task):
-        q = self.q
-        waiters = self.waiters
-        lock = self.lock
-        wake = self.kernel.wake
-        run_task = self.run_task
-        while True:
-            if task is not None:
-                yield from run_task(t, task)
-                self.submitted -= 1
-                task = None
-            yield t.run(lock)              # take: lock (or re-acquire after a signal)
-            if q:
-                task = q.popleft()
-                if q and waiters:          # c > 1: pass the signal on
-                    wake(waiters.popleft(), t)
-            else:
-                waiters.append(t)          # await on notEmpty: registered before parking
-                yield t.park()
-
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -204,7 +102,7 @@ class ThreadPool(Strategy):
     def start(self) -> None:
         p = self.p
         ips = self.ctx.machine.nominal_ips
-        self.executor = LockedQueueExecutor(
+        self.executor = ThreadPoolExecutor(
             self, "http-nio-exec", core=min(p.min_spare, p.workers), maximum=p.workers,
             run_task=self._process, lock_us=p.lock_us, lock_line="tpe-queue-lock",
             tomcat_queue=True, thread_start_us=p.thread_start_us)

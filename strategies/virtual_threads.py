@@ -48,11 +48,10 @@ from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from warmcore.simcore.kernel import B_IO
 from warmcore.simcore.rng import block_sampler
 from warmcore.simcore.work import STEP_ACQUIRE, STEP_CALL, STEP_RUN, Segment
 from warmcore.strategies.base import Strategy, register
-from warmcore.strategies.thread_pool import lock_segment
+from warmcore.strategies.pools import lock_segment
 
 START, CALL, AFTER = 0, 1, 2
 PROGRAM = 3          # a request program: VThread.pc is the next step
@@ -260,7 +259,7 @@ class VirtualThreads(Strategy):
             return
         # the blocking call, with a permit if there are permits
         blk = req.consume.block_s
-        req.bd[B_IO] += blk
+        self.kernel.charge_blocked_io(req, blk)
         if self.p.pinned:
             yield from self._guarded(t.block(blk), blk)
             self._release(c, t)
@@ -286,7 +285,7 @@ class VirtualThreads(Strategy):
                 yield t.run(arg, req)
                 req.consumed_by = t.tid
             elif kind == STEP_CALL:
-                req.bd[B_IO] += arg
+                self.kernel.charge_blocked_io(req, arg)
                 if self.p.pinned:              # blocks the carrier itself
                     yield from self._guarded(t.block(arg), arg)
                     continue
@@ -406,7 +405,7 @@ class VirtualThreads(Strategy):
                 yield t.park()                 # woken holding the permit (hand-off)
             else:
                 self.free -= 1
-            req.bd[B_IO] += blk
+            self.kernel.charge_blocked_io(req, blk)
             yield from self._guarded(t.block(blk), blk)
             if self.waiters:
                 self.kernel.wake(self.waiters.popleft(), t)

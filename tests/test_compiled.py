@@ -96,3 +96,26 @@ def test_every_extension_is_optional_so_a_build_without_a_compiler_still_install
     assert sorted(e.name for e in exts) == sorted(COMPILED)
     assert all(e.optional for e in exts)
     assert all("-ffp-contract=off" in e.extra_compile_args for e in exts)
+
+
+# One C-typed attribute per compiled module (from its .pxd): assigning a str to it
+# raises TypeError only where the module was compiled with its .pxd; a plain
+# module, or one compiled untyped, takes any value.
+TYPED_PROBES = {
+    "warmcore.models.cache": ("CacheState", "lines"),
+    "warmcore.models.coherence": ("Directory", "max_entries"),
+    "warmcore.models.membus": ("MemoryBus", "dram_ns"),
+    "warmcore.models.hardware": ("HardwareMachine", "n_cpus"),
+}
+
+
+@needs_build
+@pytest.mark.parametrize("module", COMPILED)
+def test_compiled_modules_are_typed_not_just_compiled(module):
+    """Cython finds each .pxd by the module's dotted name (setup.pxd_include_dir);
+    without it the build compiles the modules untyped: valid, and silently slow."""
+    cls_name, attr = TYPED_PROBES[module]
+    cls = getattr(importlib.import_module(module), cls_name)
+    obj = cls.__new__(cls)
+    with pytest.raises(TypeError):
+        setattr(obj, attr, "not a number")

@@ -26,7 +26,10 @@ def mmc_cfg(c: int, rho: float, service_us: float = 1000.0, service="exponential
 
 # Replications x requests per case: more at high utilisation, where the waiting
 # time's variance grows like 1/(1-rho)^4.
-CASES = [(0.5, 8, 20_000), (0.8, 8, 40_000), (0.95, 10, 150_000)]
+# The long ones carry the `slow` marker (pyproject); CI runs them all, and
+# `pytest -m "not slow"` skips them for a quick local loop.
+CASES = [(0.5, 8, 20_000), (0.8, 8, 40_000),
+         pytest.param(0.95, 10, 150_000, marks=pytest.mark.slow)]
 
 
 def assert_wait_in_ci(cfg, theory_s: float, reps: int) -> None:
@@ -58,6 +61,7 @@ def test_mg1_lognormal_matches_pollaczek_khinchine():
     assert_wait_in_ci(cfg, mg1_wait(rate, 1e-3, 0.25), 8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("c,rho,service", [(4, 0.8, "exponential"), (1, 0.5, "exponential"),
                                            (1, 0.5, "deterministic")])
 def test_long_horizon_relative_error_below_two_percent(c, rho, service):

@@ -188,12 +188,16 @@ def _batched_gc():
 
 def run_built(ctx: SimContext) -> bool:
     """Run until the recorder stops the run; False if it stalled (no events left)."""
+    stop = ctx.recorder.stop
     try:
         with _batched_gc():
-            ctx.env.run(until=ctx.recorder.stop)
+            ctx.env.run(until=stop)
         stalled = False
-    except RuntimeError as e:      # no events left: everything is parked (a deadlock)
-        if "No scheduled events left" not in str(e):
+    except RuntimeError:
+        # SimPy raises when its queue empties before ``until`` triggers: every thread
+        # parked and nothing left to happen (a deadlock). Told apart from any other
+        # RuntimeError by the environment's public state, not by the message.
+        if stop.triggered or ctx.env.peek() != math.inf:
             raise
         stalled = True
     ctx.recorder.close()

@@ -1,0 +1,396 @@
+"""Thread pools, the machinery strategies build on (not strategies themselves).
+
+Two real pools, written from their sources, and what they share (``WorkerPool``):
+a FIFO job queue; idle workers parked on a futex and signalled longest-waiting
+first (a ``Condition``'s wait queue), with a taker that leaves jobs behind passing
+the signal on; and kernel threads that pay their start (``thread_start_us``,
+~140 us, docs/strategies.md) before their first segment.
+
+* ``QueuedThreadPool`` and ``ReservedThreadExecutor``: Jetty's (jetty-util
+  ``org.eclipse.jetty.util.thread``; Jetty 10/11/12 unless said), used by the
+  Jetty strategies (pc, pec, epc, adaptive; ``strategies/jetty_pool.py``).
+* ``ThreadPoolExecutor``: java.util.concurrent's over a lock-protected
+  LinkedBlockingQueue (optionally with Tomcat's TaskQueue rule), used by
+  ``thread-pool`` (Tomcat NIO) and the event loop's offload pool.
+
+QueuedThreadPool (``QueuedThreadPool.java``)
+    maxThreads 200, minThreads 8, idleTimeout 60 s, an unbounded job queue
+    (``BlockingArrayQueue``). ``execute(job)`` does what the ``_counts``
+    (threads, idle) CAS loop does: ``idle`` counts idle threads minus queued
+    jobs; a thread is started when ``idle <= 0 and threads < maxThreads``.
+    The queue signals its ``notEmpty`` condition only when it goes from empty to
+    non-empty, and a poller that leaves jobs behind signals the next waiter
+    (``BlockingArrayQueue.offer``/``poll``), so a burst is picked up by a chain
+    of wake-ups, each paid by the previous taker. Waiters are woken in FIFO
+    order (a ``Condition`` signals its longest waiter). A thread that finds no
+    job exits if threads > minThreads and no thread has exited for
+    idleTimeout (``_lastShrink``: at most one exit per idleTimeout, pool-wide);
+    otherwise it polls with idleTimeout and re-checks. ``doStart`` starts
+    minThreads threads.
+
+ReservedThreadExecutor (``ReservedThreadExecutor.java``)
+    capacity max(1, ceilToNextPowerOfTwo(min(cpus, maxThreads/8))) (Jetty 12,
+    ``reservedThreads(executor, -1)``) or max(1, min(cpus, maxThreads/10))
+    (Jetty 9.4). ``tryExecute(task)`` hands the task to a parked reserved
+    thread if there is one (most recently parked first: a SynchronousQueue/
+    stack hand-off) and, if that leaves none, starts reserving another; if
+    none is parked it starts reserving one (a pool job that parks as a
+    reserved thread; at most capacity reserved + starting) and fails. A
+    reserved thread that ran its task reserves itself again; one idle for the
+    idle timeout leaves (goes back to the pool).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+
+from warmcore.simcore.work import SHARED, Footprint, Segment
+
+
+class WorkerPool:
+    """What the pools share: a job queue, parked workers signalled in FIFO order, and
+    starting kernel threads that pay their start cost."""
+
+    def __init__(self, kernel, process, name: str, thread_start_us: float):
+        self.kernel = kernel
+        self.process = process
+        self.name = name
+        self.thread_start_s = thread_start_us * 1e-6
+        self.jobs: deque = deque()
+        self.waiters: deque = deque()   # parked idle workers, longest waiting first
+        self.n_started = 0
+
+    def start_worker(self, body, name: str | None = None):
+        """A new kernel thread running ``body(thread)``; it pays the thread start
+        before its first segment."""
+        self.n_started += 1
+        th = self.kernel.spawn(self.process, name or f"{self.name}-{self.n_started}", body)
+        th.charge_kernel(self.thread_start_s)
+        return th
+
+    def signal_one(self, waker) -> None:
+        """Condition.signal(): wake the longest-waiting parked worker, if any (the
+        waker pays the futex syscall)."""
+        if self.waiters:
+            self.kernel.wake(self.waiters.popleft(), waker)
+
+
+# Cache lines a lock acquisition touches: the lock word (AQS state) and the
+# queue head/tail node it guards.
+LOCK_LINES = 2
+# Cache lines of an epoll instance a syscall touches (eventpoll struct, ready list).
+EPOLL_LINES = 2
+
+
+
+def lock_segment(ips: float, lock_us: float, line: str, label: str = "lock") -> Segment:
+    """One lock acquisition (a CAS on the lock word, contended across cores) plus
+    the instructions of the queue operation under the lock."""
+    return Segment(lock_us * 1e-6 * ips, (Footprint(SHARED, line, LOCK_LINES, True),),
+                   contended_ops=1, contended_line=line, label=label)
+
+
+def syscall_segment(ips: float, us: float, key: str, label: str) -> Segment | None:
+    """An epoll syscall on epoll instance ``key``; None when its cost is set to 0."""
+    if us <= 0:
+        return None
+    return Segment(us * 1e-6 * ips, (Footprint(SHARED, key, EPOLL_LINES, True),), label=label)
+
+
+class PoolThread:
+    """Per-thread state (Thread.data) of a pool thread: its timed waits and hand-offs."""
+
+    __slots__ = ("expire", "nb", "since", "task", "timed_out", "timeout", "timer_at", "waiting")
+
+    def __init__(self):
+        self.waiting = False
+        self.since = 0.0
+        self.timeout = 0.0
+        self.expire = None       # called when the wait times out (leaves the waiter list)
+        self.timer_at = None     # fire time of the earliest pending timer
+        self.timed_out = False
+        self.task = None         # (body, req) handed to a reserved thread
+        self.nb = False          # inside a non-blocking invocation (Invocable)
+
+
+class TimedWaits:
+    """park() with a timeout: one lazy timer per thread, re-armed only when it fires
+    before the current wait's deadline (so a 60 s timeout costs no event per park)."""
+
+    def __init__(self, env, kernel):
+        self.env = env
+        self.kernel = kernel
+
+    def wait(self, t, timeout: float, expire):
+        """Park ``t`` (already registered by the caller in its waiter list) until woken
+        or until ``timeout`` s pass; on timeout ``expire(t)`` unregisters it and
+        ``t.data.timed_out`` is True when the generator returns."""
+        st = t.data
+        now = self.env.now
+        st.waiting = True
+        st.since = now
+        st.timeout = timeout
+        st.expire = expire
+        st.timed_out = False
+        if timeout > 0:
+            self._arm(t, st, now + timeout)
+        yield t.park()
+        st.waiting = False
+
+    def _arm(self, t, st, deadline: float) -> None:
+        if st.timer_at is not None and st.timer_at <= deadline:
+            return
+        st.timer_at = deadline
+        self.env.timeout(max(0.0, deadline - self.env.now)).callbacks.append(
+            lambda _e: self._fire(t, st, deadline))
+
+    def _fire(self, t, st, at: float) -> None:
+        if st.timer_at == at:
+            st.timer_at = None
+        if not st.waiting:
+            return
+        deadline = st.since + st.timeout
+        if self.env.now >= deadline - 1e-12 and t.is_parked:
+            st.expire(t)
+            st.timed_out = True
+            self.kernel.wake(t)
+        else:
+            self._arm(t, st, max(deadline, self.env.now))
+
+
+class QueuedThreadPool(WorkerPool):
+    """Jetty's QueuedThreadPool (see the module docstring). Jobs are (body, req)
+    pairs; ``body(thread, req)`` is a generator the pool thread runs to completion."""
+
+    def __init__(self, server, max_threads: int, min_threads: int,
+                 idle_timeout_s: float, queue_us: float, thread_start_us: float,
+                 name: str = "qtp"):
+        super().__init__(server.kernel, server.ctx.server, name, thread_start_us)
+        self.server = server
+        self.env = server.env
+        self.max_threads = max_threads
+        self.min_threads = min_threads
+        self.idle_timeout = idle_timeout_s
+        self.threads = 0                # _counts hi: live threads (started included)
+        self.idle = 0                   # _counts lo: idle threads minus queued jobs
+        self.last_shrink = self.env.now
+        self.n_exited = 0
+        self.max_queue = 0
+        self.executed = 0
+        self.waits = server.waits
+        ips = server.ctx.machine.nominal_ips
+        self.seg = (Segment(queue_us * 1e-6 * ips,
+                            (Footprint(SHARED, f"{name}-jobs", 2, True),),
+                            contended_ops=1, contended_line=f"{name}-jobs", label="qtp-queue")
+                    if queue_us > 0 else None)
+
+    def start(self) -> None:
+        """doStart: ensureThreads() starts minThreads threads."""
+        while self.threads < self.min_threads:
+            self.threads += 1
+            self.idle += 1
+            self._start_thread()
+
+    def execute(self, body, req=None, waker=None) -> None:
+        """Queue a job; wake a waiting thread if the queue was empty; start a thread
+        if none is idle and the pool is below max. The caller, if a thread, then
+        pays ``self.seg`` (see JettyServer.execute)."""
+        start = 1 if (self.idle <= 0 and self.threads < self.max_threads) else 0
+        self.threads += start
+        self.idle += start - 1
+        jobs = self.jobs
+        was_empty = not jobs
+        jobs.append((body, req))
+        self.executed += 1
+        if len(jobs) > self.max_queue:
+            self.max_queue = len(jobs)
+        if was_empty:
+            self.signal_one(waker)
+        if start:
+            self._start_thread()
+
+    def _start_thread(self) -> None:
+        self.start_worker(self._runner)
+
+    def _expire(self, t) -> None:
+        with contextlib.suppress(ValueError):
+            self.waiters.remove(t)
+
+    def _runner(self, t):
+        t.data = PoolThread()
+        jobs = self.jobs
+        waiters = self.waiters
+        kernel = self.kernel
+        env = self.env
+        seg = self.seg
+        while True:
+            if jobs:
+                body, req = jobs.popleft()
+                if jobs and waiters:        # BlockingArrayQueue.poll: signal the next waiter
+                    kernel.wake(waiters.popleft(), t)
+                if seg is not None:
+                    yield t.run(seg, req)
+                yield from body(t, req)
+                self.idle += 1              # addCounts(0, 1): idle again
+                continue
+            # No job at once: shrink (at most one thread per idleTimeout, pool-wide)?
+            if (self.idle_timeout > 0 and self.threads > self.min_threads
+                    and env.now - self.last_shrink > self.idle_timeout):
+                self.last_shrink = env.now
+                self.threads -= 1
+                self.idle -= 1
+                self.n_exited += 1
+                return
+            waiters.append(t)
+            yield from self.waits.wait(t, self.idle_timeout, self._expire)
+
+
+class ReservedThreadExecutor:
+    """Jetty's ReservedThreadExecutor on a QueuedThreadPool (see the module docstring)."""
+
+    def __init__(self, server, pool: QueuedThreadPool, capacity: int,
+                 idle_timeout_s: float, queue_us: float):
+        self.server = server
+        self.env = server.env
+        self.kernel = server.kernel
+        self.pool = pool
+        self.capacity = capacity
+        self.idle_timeout = idle_timeout_s
+        self.stack: list = []     # parked reserved threads; the last one parked is handed first
+        self.size = 0             # reserved threads (parked, waiting for a task)
+        self.pending = 0          # reserved threads being started (pool jobs not yet reserved)
+        self.offered = 0
+        self.failed = 0
+        self.shrunk = 0
+        ips = server.ctx.machine.nominal_ips
+        self.seg = (Segment(queue_us * 1e-6 * ips, (Footprint(SHARED, "rte", 1, True),),
+                            contended_ops=1, contended_line="rte", label="rte-handoff")
+                    if queue_us > 0 else None)
+
+    def available(self) -> int:
+        return len(self.stack)
+
+    def try_execute(self, body, req=None, waker=None) -> bool:
+        """Hand (body, req) to a parked reserved thread, or start reserving one and fail."""
+        if self.stack:
+            th = self.stack.pop()
+            self.size -= 1
+            th.data.task = (body, req)
+            self.kernel.wake(th, waker)
+            self.offered += 1
+            if self.size == 0:
+                self._start_reserved(waker)
+            return True
+        self.failed += 1
+        self._start_reserved(waker)
+        return False
+
+    def _start_reserved(self, waker) -> None:
+        if self.pending + self.size >= self.capacity:
+            return
+        self.pending += 1
+        self.server.pool.execute(self._reserved, None, waker)
+
+    def _expire(self, t) -> None:
+        with contextlib.suppress(ValueError):
+            self.stack.remove(t)
+
+    def _reserved(self, t, _req):
+        """ReservedThread.run: reserve, wait for a task, run it, reserve again."""
+        self.pending -= 1
+        st = t.data
+        waits = self.server.waits
+        while True:
+            if self.size >= self.capacity:
+                return
+            self.size += 1
+            st.task = None
+            self.stack.append(t)
+            while st.task is None:
+                yield from waits.wait(t, self.idle_timeout, self._expire)
+                if st.task is None and st.timed_out:
+                    self.size -= 1
+                    self.shrunk += 1
+                    return
+                if st.task is None and t not in self.stack:   # spurious wake: wait again
+                    self.stack.append(t)
+            body, req = st.task
+            st.task = None
+            if self.seg is not None:
+                yield t.run(self.seg, req)
+            yield from body(t, req)
+
+
+class ThreadPoolExecutor(WorkerPool):
+    """java.util.concurrent.ThreadPoolExecutor over a LinkedBlockingQueue.
+
+    ``execute(t, task)`` is a generator the submitting thread runs with
+    ``yield from``. Below ``core`` threads, execute starts a new worker with the
+    task (ThreadPoolExecutor.addWorker); with ``tomcat_queue`` the TaskQueue rule
+    starts one whenever no thread is idle and the pool is below ``maximum``;
+    otherwise the task is offered to the queue (one lock acquisition) and, if
+    the queue was empty, one waiting worker is signalled (FIFO).
+
+    Workers loop on ``take``: one lock acquisition, then a task or a wait on the
+    condition (park). ``run_task(t, task)`` is a generator; ``after_task`` is
+    called with the task when it returns (keep-alive timeouts are not modelled:
+    runs are far shorter than ThreadPoolExecutor's 60 s keepAliveTime).
+    """
+
+    def __init__(self, strategy, name: str, core: int, maximum: int, run_task,
+                 lock_us: float, lock_line: str, tomcat_queue: bool, thread_start_us: float):
+        super().__init__(strategy.kernel, strategy.ctx.server, name, thread_start_us)
+        self.core = core
+        self.maximum = maximum
+        self.run_task = run_task
+        self.lock = lock_segment(strategy.ctx.machine.nominal_ips, lock_us, lock_line)
+        self.tomcat_queue = tomcat_queue
+        self.pool_size = 0
+        self.submitted = 0              # Tomcat's submittedCount: queued + running tasks
+        self.workers: list = []
+
+    def prestart(self) -> None:
+        """ThreadPoolExecutor.prestartAllCoreThreads (Tomcat's executor calls it)."""
+        while self.pool_size < self.core:
+            self._add_worker(None)
+
+    def execute(self, t, task):
+        self.submitted += 1
+        if self.pool_size < self.core or (
+                self.tomcat_queue and self.pool_size < self.maximum
+                and self.submitted > self.pool_size):
+            self._add_worker(task)
+            return
+        yield t.run(self.lock)             # offer: lock, enqueue, unlock
+        q = self.jobs
+        was_empty = not q
+        q.append(task)
+        if was_empty:                      # signalNotEmpty
+            self.signal_one(t)
+
+    def _add_worker(self, first) -> None:
+        self.pool_size += 1
+        th = self.start_worker(lambda t, f=first: self._worker(t, f),
+                               name=f"{self.name}-{len(self.workers)}")
+        self.workers.append(th)
+
+    def _worker(self, t, task):
+        q = self.jobs
+        waiters = self.waiters
+        lock = self.lock
+        wake = self.kernel.wake
+        run_task = self.run_task
+        while True:
+            if task is not None:
+                yield from run_task(t, task)
+                self.submitted -= 1
+                task = None
+            yield t.run(lock)              # take: lock (or re-acquire after a signal)
+            if q:
+                task = q.popleft()
+                if q and waiters:          # c > 1: pass the signal on
+                    wake(waiters.popleft(), t)
+            else:
+                waiters.append(t)          # await on notEmpty: registered before parking
+                yield t.park()

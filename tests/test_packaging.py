@@ -1,0 +1,32 @@
+"""The distribution: one top-level import package, ``warmcore``, with the source
+folders, the compiled hot path (or its .py fallback) and the built-in scenarios."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_one_top_level_package(tmp_path):
+    # Without a C compiler the (optional) extensions are skipped: faster, same layout.
+    env = dict(os.environ, CC="/bin/false")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w",
+                    str(tmp_path), str(ROOT)], check=True, env=env, capture_output=True)
+    (wheel,) = tmp_path.glob("warmcore-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"warmcore"}
+    for expected in ("warmcore/__init__.py", "warmcore/api.py", "warmcore/simcore/kernel.py",
+                     "warmcore/models/cache.py", "warmcore/strategies/pc.py",
+                     "warmcore/calibration/__init__.py",
+                     "warmcore/simcore/scenarios/pipeline.toml"):
+        assert expected in names
+    assert not any(n.startswith(("tests/", "setup.py", "bench/")) for n in names)
