@@ -286,8 +286,9 @@ class Scenario(Strict):
             where = f"work.program[{i}]"
             name = st.acquire or st.release
             if name is not None and name not in self.resources:
+                declared = ", ".join(self.resources) or "none"
                 raise ConfigError(where, f"names resource {name!r}, which [resources] does not "
-                                         f"declare (declared: {', '.join(self.resources) or 'none'})")
+                                         f"declare (declared: {declared})")
             if st.acquire is not None:
                 if name in held:
                     raise ConfigError(where, f"acquires {name!r} again while holding it")

@@ -883,7 +883,7 @@ class Kernel:
         newx = new
         if extra:
             cyc = new[C_CYC] + extra * m.current_ghz(cid, now) * 1e9
-            newx = (new[C_DUR], cyc) + new[2:]
+            newx = (new[C_DUR], cyc, *new[2:])
         old = oldx
         w_piece = (t1 - now) / old_total
         w_rest = cont[0] / old_total if cont is not None else 0.0
@@ -907,7 +907,7 @@ class Kernel:
             bd[B_CONTEND] += w * (new[C_CONTEND] - old[C_CONTEND])
             req.t_acc += w * (new_total - old_total)
         if cont is not None:
-            t.cont = (w_rest * new_total, cont[1], new_total, newx) + cont[4:]
+            t.cont = (w_rest * new_total, cont[1], new_total, newx, *cont[4:])
         t.fl_costx = newx
         t.fl_total = new_total
         m.flow_end(cid, now + span_new + w_rest * new_total)

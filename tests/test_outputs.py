@@ -8,15 +8,13 @@ import simpy
 
 from tests.helpers import run
 from warmcore.registry import strategies
-from warmcore.simcore.config import load
+from warmcore.simcore.config import builtin_names, load
 from warmcore.build import simulate
 from warmcore.simcore.kernel import K_SYS, K_TASK, Kernel
 from warmcore.simcore.machine import IdealMachine
 from warmcore.simcore.work import Segment
 
 US = 1e-6
-from warmcore.simcore.config import builtin_names
-
 SCENARIOS = tuple(builtin_names())
 ORDER = ("min", "p50", "p90", "p99", "p999", "max")
 

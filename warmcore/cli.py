@@ -169,7 +169,8 @@ def format_result(r: dict) -> str:
         (f" {r['requests']:>16,} requests in {r['sim_seconds']:.4f} simulated s"
         f"   {r['throughput_rps']:,.1f} req/s"),
         (f" latency us       min {lat['min']:.1f}  mean {lat['mean']:.1f}  p50 {lat['p50']:.1f}"
-        f"  p90 {lat['p90']:.1f}  p99 {lat['p99']:.1f}  p999 {lat['p999']:.1f}  max {lat['max']:.1f}"),
+        f"  p90 {lat['p90']:.1f}  p99 {lat['p99']:.1f}  p999 {lat['p999']:.1f}"
+        f"  max {lat['max']:.1f}"),
         (f" service us       min {srv['min']:.1f}  p50 {srv['p50']:.1f}  p90 {srv['p90']:.1f}"
         f"  p99 {srv['p99']:.1f}  p999 {srv['p999']:.1f}  max {srv['max']:.1f}"),
         f" wait us          mean {r['wait_us']['mean']:.1f}",
