@@ -493,6 +493,9 @@ class DvfsController:
         self.changes: deque = deque(maxlen=max_changes)
         self.freq_changes = 0                   # changes applied so far (all domains)
         self._listeners: list[Callable[[int, float, float], None]] = []
+        # on_pending(domain, due): a change was decided that applies at ``due`` (the
+        # hardware model uses it to apply it on time when rates change during work)
+        self.on_pending: Callable[[int, float], None] | None = None
         n, nd = self.n_cpus, len(self.domains)
         self._due = [_INF] * n                  # per CPU: time a pending change is due
         self._pending: list[tuple[float, float] | None] = [None] * nd
@@ -632,6 +635,8 @@ class DvfsController:
                 self._due[c] = now + self.latency_s
             if self.latency_s <= 0.0:
                 self._apply(d)
+            elif self.on_pending is not None:
+                self.on_pending(d, now + self.latency_s)
         return target
 
     # -- reports -------------------------------------------------------------

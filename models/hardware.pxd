@@ -2,7 +2,7 @@
 # stays plain Python and is the fallback. See models/cache.pxd.
 import cython
 from warmcore.models.cache cimport Hierarchy
-from warmcore.models.membus cimport MemoryBus
+from warmcore.models.membus cimport FluidBus, MemoryBus
 
 
 cdef class HardwareMachine:
@@ -12,7 +12,12 @@ cdef class HardwareMachine:
     cdef public Hierarchy hierarchy
     cdef public Py_ssize_t n_cpus, freq_changes
     cdef public double nominal_ips, max_ghz, c2c_ns, dram_lines
-    cdef public bint dvfs_available
+    cdef public bint dvfs_available, fluid
+    cdef public object rate_hook
+    cdef public FluidBus bus
+    cdef double[::1] _parts
+    cdef bint _dyn_clock
+    cdef list _siblings
     cdef double _fixed_ghz, _ipc, _l2_cyc, _llc_cyc, _inv_mlp, _dram_ns, _lpi, _ns_llc
     cdef double _ctx_s, _futex_s, _wake_busy_s, _wake_idle_s, _wake_shallow_s, _deep_after_s
     cdef bint _dvfs, _smt, _caches, _coh, _has_l2, _membus_on, _contention
@@ -23,5 +28,15 @@ cdef class HardwareMachine:
                    l1l=double, l1m=double, llcl=double, llcm=double, l2_hits=double,
                    llc_hits=double, dram=double, c2c_ns=double, touched=double,
                    inv_mlp=double, n_ops=double, h=Hierarchy, spacing=double, stall=double,
-                   transfers=double, t_ns=double, dur=double, cycles=double)
+                   transfers=double, t_ns=double, dur=double, cycles=double, wait=double,
+                   lines=double, d0=double, d1=double, sock=Py_ssize_t, b=Py_ssize_t,
+                   pa="double[::1]", bus=FluidBus)
     cpdef tuple execute(self, Py_ssize_t cpu, seg, thread_key, double now)
+
+    @cython.locals(cyc0=double, rcyc=double, dram_s=double, coher_s=double, stall=double,
+                   wait=double, lines=double, ghz=double, s_per_cyc=double, cyc=double,
+                   k=Py_ssize_t, compute_s=double, reload_s=double, contend_s=double,
+                   d1=double, dur=double, cycles=double, sock=Py_ssize_t, b=Py_ssize_t,
+                   ins=double, l1l=double, l1m=double, llcl=double, llcm=double,
+                   pa="double[::1]", bus=FluidBus)
+    cpdef tuple cost_now(self, Py_ssize_t cpu, double now)

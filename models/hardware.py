@@ -67,11 +67,19 @@ first, then the SMT siblings; cpu N's sibling is cpu N + cores).
 
 from __future__ import annotations
 
+from array import array
+
 from warmcore.models.cache import CacheState, Hierarchy
 from warmcore.models.coherence import ContendedLines, Directory, Topology
-from warmcore.models.membus import MemoryBus
+from warmcore.models.membus import FluidBus, MemoryBus
 from warmcore.models.presets import nominal_ips
 from warmcore.models.smt import speed_table
+
+# execute's rate-independent parts of a segment, per CPU (cost_now re-rates them):
+# compute cycles of a lone thread, cache-hit cycles / MLP, DRAM seconds / MLP,
+# coherence s, contended-line stall s, M/D/1 wait s, DRAM lines (flow), instructions,
+# L1 loads, L1 misses, LLC loads, LLC misses
+NPARTS = 12
 
 EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs",
            "energy")
@@ -230,10 +238,31 @@ class HardwareMachine:
         self.c2c_ns = 0.0
         self.dram_lines = 0.0
 
+        # Rates that change during work (docs/engine.md "Fluid rates"): with an SMT
+        # curve, a governor that changes the clock or the memory bus, a running
+        # segment's pace can change before it ends; the engine then asks
+        # ``cost_now`` for the cost of the whole segment at the new rates and goes on
+        # at that pace (``rate_hook(cpu, now)``, set by the kernel).
+        self._dyn_clock = ctl is not None and not getattr(ctl, "fixed", True)
+        self.fluid = self._smt or self._dyn_clock or self._membus_on
+        self.rate_hook = None
+        # per CPU, the rate-independent parts of the segment it runs (NPARTS doubles):
+        # written by execute without allocating, read by cost_now
+        self._parts = array("d", bytes(8 * NPARTS * self.n_cpus))
+        self.bus = FluidBus(p, on_change=self._bus_change) if self._membus_on else None
+        cores = self.cpu_core
+        self._siblings = [tuple(c2 for c2 in range(self.n_cpus)
+                                if cores[c2] == cores[c] and c2 != c)
+                          for c in range(self.n_cpus)]
+        if self._dyn_clock and hasattr(ctl, "on_pending"):
+            ctl.on_pending = self._clock_pending
+
     # ------------------------------------------------------------------ engine API
     def bind(self, env, streams) -> None:
         self.env = env
         self.clock.bind(env)
+        if self.bus is not None:
+            self.bus.env = env
 
     def fixed_seconds_per_instruction(self) -> float:
         return 0.0          # costs depend on caches, clock and sharing: ask execute()
@@ -249,6 +278,8 @@ class HardwareMachine:
         compute_s = cyc * s_per_cyc
         reload_s = coher_s = contend_s = 0.0
         l1l = l1m = llcl = llcm = 0.0
+        dram = l2_hits = llc_hits = 0.0
+        inv_mlp = self._inv_mlp
 
         footprint = seg.footprint
         if footprint and self._caches:
@@ -270,12 +301,11 @@ class HardwareMachine:
                 self.c2c_ns += c2c_ns
             if dram > 0.0:
                 self.dram_lines += dram
-                if self._membus_on:
-                    contend_s = self.membus.access(self.cpu_socket[cpu], dram, now)
             l1l = ins * self._lpi
             if l1l < touched:
                 l1l = touched
 
+        stall = 0.0
         n_ops = seg.contended_ops
         if n_ops and self._contention:
             spacing = (compute_s + reload_s + coher_s) / n_ops
@@ -288,9 +318,90 @@ class HardwareMachine:
                 if t_ns > self._ns_llc:
                     llcm += transfers
 
+        wait = 0.0
+        lines = 0.0
+        if dram > 0.0 and self._membus_on:
+            # The fills go on the bus spread over the segment (a fluid flow): the
+            # M/D/1 wait from the bus's recent load, then the bandwidth share.
+            lines = dram
+            d0 = compute_s + reload_s + coher_s + contend_s
+            bus = self.bus
+            sock = self.cpu_socket[cpu]
+            wait = bus.start(sock, cpu, dram, d0, now)
+            d1 = d0 + wait
+            contend_s += wait + (bus.duration(sock, cpu, d1) - d1)
+        if self.fluid:
+            pa = self._parts
+            b = cpu * NPARTS
+            pa[b] = ins / self._ipc
+            pa[b + 1] = (l2_hits * self._l2_cyc + llc_hits * self._llc_cyc) * inv_mlp
+            pa[b + 2] = dram * self._dram_ns * 1e-9 * inv_mlp
+            pa[b + 3] = coher_s
+            pa[b + 4] = stall
+            pa[b + 5] = wait
+            pa[b + 6] = lines
+            pa[b + 7] = ins
+            pa[b + 8] = l1l
+            pa[b + 9] = l1m
+            pa[b + 10] = llcl
+            pa[b + 11] = llcm
         dur = compute_s + reload_s + coher_s + contend_s
         cycles = cyc + (reload_s + coher_s + contend_s) * ghz * 1e9
         return (dur, cycles, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s, contend_s)
+
+    def cost_now(self, cpu, now):
+        """The cost of the whole segment running on ``cpu`` (its parts as ``execute``
+        left them) at the rates of ``now``: the CPU's clock, its SMT siblings and its
+        memory-bus share; the same formulas as ``execute``."""
+        pa = self._parts
+        b = cpu * NPARTS
+        cyc0 = pa[b]
+        rcyc = pa[b + 1]
+        dram_s = pa[b + 2]
+        coher_s = pa[b + 3]
+        stall = pa[b + 4]
+        wait = pa[b + 5]
+        lines = pa[b + 6]
+        ins = pa[b + 7]
+        l1l = pa[b + 8]
+        l1m = pa[b + 9]
+        llcl = pa[b + 10]
+        llcm = pa[b + 11]
+        ghz = self.clock.ghz(cpu, now) if self._dvfs else self._fixed_ghz
+        s_per_cyc = 1.0 / (ghz * 1e9)
+        cyc = cyc0
+        if self._smt:
+            k = self._core_busy[self.cpu_core[cpu]] + (0 if self._busy[cpu] else 1)
+            cyc = cyc / self._speed[k if k < len(self._speed) else -1]
+        compute_s = cyc * s_per_cyc
+        reload_s = rcyc * s_per_cyc + dram_s
+        contend_s = stall
+        if lines > 0.0:
+            d1 = compute_s + reload_s + coher_s + contend_s + wait
+            bus = self.bus
+            sock = self.cpu_socket[cpu]
+            bus.pace(sock, cpu, d1, now)
+            contend_s += wait + (bus.duration(sock, cpu, d1) - d1)
+        dur = compute_s + reload_s + coher_s + contend_s
+        cycles = cyc + (reload_s + coher_s + contend_s) * ghz * 1e9
+        return (dur, cycles, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s, contend_s)
+
+    def flow_end(self, cpu, end):
+        """The engine's end time of ``cpu``'s running segment (for the bus's flows)."""
+        if self.bus is not None:
+            self.bus.set_end(self.cpu_socket[cpu], cpu, end)
+
+    def _bus_change(self, cpu, now):
+        if self.rate_hook is not None:
+            self.rate_hook(cpu, now)
+
+    def _clock_pending(self, d, due):
+        """The governor decided a change that applies at ``due``: apply it then (and so
+        re-rate the segments running in the domain) instead of at the next look."""
+        env = self.env
+        cpu0 = self.clock.domains[d][0]
+        env.timeout(max(0.0, due - env.now)).callbacks.append(
+            lambda _e: self.clock.ghz(cpu0, env.now))
 
     @property
     def c2c_lines(self) -> float:
@@ -323,6 +434,9 @@ class HardwareMachine:
         clock.cpu_busy(cpu, now)
         if self.meter is not None:
             self.meter.busy(cpu, now, clock.ghz(cpu, now))
+        if self._smt and self.rate_hook is not None:
+            for sib in self._siblings[cpu]:      # they now share the core with it
+                self.rate_hook(sib, now)
 
     def cpu_idle(self, cpu, now):
         if not self._busy[cpu]:
@@ -332,6 +446,11 @@ class HardwareMachine:
         self.clock.cpu_idle(cpu, now)
         if self.meter is not None:
             self.meter.idle(cpu, now)
+        if self.bus is not None:
+            self.bus.close(self.cpu_socket[cpu], cpu, now)
+        if self._smt and self.rate_hook is not None:
+            for sib in self._siblings[cpu]:
+                self.rate_hook(sib, now)
 
     def _on_freq_change(self, cpu, t, ghz):
         """DvfsController listener: a CPU's clock changed at ``t``."""
@@ -340,6 +459,8 @@ class HardwareMachine:
             self.freq_changes += 1  # count each domain change once
         if self.meter is not None:
             self.meter.freq_change(cpu, t, ghz)
+        if self.rate_hook is not None:
+            self.rate_hook(cpu, t)
 
     def finish(self, now):
         clock = self.clock

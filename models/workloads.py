@@ -23,7 +23,20 @@ from pathlib import Path
 from warmcore.models.distributions import sampler
 from warmcore.simcore.config import ConfigError
 from warmcore.simcore.kernel import fast_timeout
-from warmcore.simcore.work import CODE, SHARED, TASK, THREAD, Footprint, Request, Segment
+from warmcore.simcore.work import (
+    CODE,
+    SHARED,
+    STEP_ACQUIRE,
+    STEP_CALL,
+    STEP_RELEASE,
+    STEP_RUN,
+    TASK,
+    THREAD,
+    Footprint,
+    Program,
+    Request,
+    Segment,
+)
 
 LINE = 64
 SATURATING_DEPTH = 8   # pipelined requests kept in flight per saturating connection
@@ -116,9 +129,47 @@ class RequestFactory:
         self.contended_ops = round(work.contended_ops)
         self.invocation = work.invocation
         self.next_id = 0
+        self.program = self._program_plan(work.program, streams) if work.program else None
         self.pure = not (self.produce_ins or self.task_lines or self.common or self.conn_lines
                          or self.contended_ops or self.backend
-                         or self.invocation != "BLOCKING")
+                         or self.invocation != "BLOCKING" or self.program)
+
+    def _program_plan(self, steps, streams):
+        """(kind, how to make its argument) per step; each compute or call step with a
+        distribution of its own draws from a stream of its own ("program-<i>")."""
+        plan = []
+        for i, st in enumerate(steps):
+            if st.compute_us is not None or st.call_us is not None:
+                mean = (st.compute_us if st.compute_us is not None else st.call_us) * 1e-6
+                draw = sampler(st.distribution, mean, streams.generator(f"program-{i}"),
+                               cv=st.cv)
+                plan.append((STEP_RUN if st.compute_us is not None else STEP_CALL, draw))
+            elif st.service_share is not None:
+                plan.append((STEP_RUN, st.service_share))
+            elif st.acquire is not None:
+                plan.append((STEP_ACQUIRE, st.acquire))
+            else:
+                plan.append((STEP_RELEASE, st.release))
+        return plan
+
+    def _make_program(self, s: float, footprint: tuple) -> Program:
+        """The consume step as a program: ``s`` is the request's service demand (s);
+        the request's footprint and contended ops go with its first compute step."""
+        steps = []
+        fp = footprint
+        ops = self.contended_ops
+        for kind, arg in self.program:
+            if kind == STEP_RUN:
+                secs = s * arg if type(arg) is float else arg()
+                seg = Segment(secs * self.ips, fp, ops, "contended" if ops else None, 0.0,
+                              "consume")
+                fp, ops = (), 0
+                steps.append((STEP_RUN, seg))
+            elif kind == STEP_CALL:
+                steps.append((STEP_CALL, arg()))
+            else:
+                steps.append((kind, arg))
+        return Program(tuple(steps))
 
     def make(self, now: float, conn: int = 0) -> Request:
         rid = self.next_id
@@ -141,6 +192,9 @@ class RequestFactory:
             req.produce = Segment(self.produce_ins, task + cstate + self.parse_common,
                                   label="produce")
             task = (Footprint(TASK, rid, self.task_lines, False),) if self.task_lines else ()
+        if self.program is not None:
+            req.consume = self._make_program(s, task + cstate + self.common)
+            return req
         req.consume = Segment(s * self.ips, task + cstate + self.common, self.contended_ops,
                               "contended" if self.contended_ops else None,
                               self.backend() if self.backend else 0.0, "consume")

@@ -152,6 +152,43 @@ Workload = Annotated[OpenLoop | ClosedLoop | Saturating | Batch | Connections | 
 WORKLOAD_KINDS = ("open", "closed", "saturating", "batch", "connections", "stream")
 
 
+StepDist = Literal["deterministic", "exponential", "lognormal"]
+
+
+class Step(Strict):
+    """One step of a request program (docs/formats.md "Request programs"): exactly one
+    of ``compute_us`` (compute with its own distribution), ``service_share`` (that
+    fraction of the request's service demand, drawn from the workload's service
+    distribution), ``call_us`` (a blocking call, its own distribution), ``acquire``
+    or ``release`` (a permit of a named resource)."""
+
+    compute_us: Pos | None = None
+    service_share: Annotated[float, Field(gt=0, le=1)] | None = None
+    call_us: Pos | None = None
+    acquire: str | None = None
+    release: str | None = None
+    distribution: StepDist = Field(default="deterministic",
+                                   description='of compute_us or call_us')
+    cv: Pos = Field(default=1.0, description='lognormal only')
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        given = [k for k in ("compute_us", "service_share", "call_us", "acquire", "release")
+                 if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("a program step is exactly one of compute_us, service_share, "
+                             f"call_us, acquire, release (got {', '.join(given) or 'none'})")
+        return self
+
+
+class ResourceCfg(Strict):
+    """A named semaphore or connection pool: ``permits`` held at once, a FIFO wait queue."""
+
+    permits: PosInt
+    op_us: NonNeg = Field(default=0.05, description='CPU per acquire or release (a CAS on '
+                                                    'the contended state word + queue work)')
+
+
 class WorkCfg(Strict):
     """Shape of the work per request, for the hardware model (all zero: pure compute)."""
 
@@ -175,6 +212,19 @@ class WorkCfg(Strict):
     # instructions per us), so that changing machine.preset compares machines on the
     # same work.
     reference_preset: str | None = None
+    # A request program: the handling as a sequence of steps (None: one consume step of
+    # service_us, then backend_us if set).
+    program: list[Step] | None = None
+
+    @model_validator(mode="after")
+    def _program(self):
+        if self.program is not None:
+            if not self.program:
+                raise ValueError("program: an empty program (leave it out for one step)")
+            if self.backend_us:
+                raise ValueError("backend_us: with a program, write the blocking call as a "
+                                 "call_us step")
+        return self
 
 
 class ProcessCfg(Strict):
@@ -223,7 +273,33 @@ class Scenario(Strict):
     producer: ProcessCfg = ProcessCfg()
     consumer: ProcessCfg = ProcessCfg()
     strategy: StrategyCfg = StrategyCfg()
+    resources: dict[str, ResourceCfg] = {}
     run: RunCfg
+
+    @model_validator(mode="after")
+    def _program_resources(self):
+        prog = self.work.program
+        if not prog:
+            return self
+        held: list[str] = []
+        for i, st in enumerate(prog):
+            where = f"work.program[{i}]"
+            name = st.acquire or st.release
+            if name is not None and name not in self.resources:
+                declared = ", ".join(self.resources) or "none"
+                raise ConfigError(where, f"names resource {name!r}, which [resources] does not "
+                                         f"declare (declared: {declared})")
+            if st.acquire is not None:
+                if name in held:
+                    raise ConfigError(where, f"acquires {name!r} again while holding it")
+                held.append(name)
+            elif st.release is not None:
+                if name not in held:
+                    raise ConfigError(where, f"releases {name!r}, which it does not hold")
+                held.remove(name)
+        if held:
+            raise ConfigError("work.program", f"ends holding {', '.join(held)}: release it")
+        return self
 
     @classmethod
     def load(cls, source: str | Path | dict | Scenario, sets: Sequence[str] = ()) -> Scenario:
@@ -408,6 +484,8 @@ def _first_error(e: ValidationError) -> ConfigError:
     elif err["type"] == "union_tag_not_found":
         loc.append("kind")
         msg = f"missing; one of {', '.join(WORKLOAD_KINDS)}"
-    elif "input" in err and err["type"] not in ("missing",):
+    elif "input" in err and err["type"] not in ("missing",) and not (
+            err["type"] == "value_error" and isinstance(err["input"], dict)):
+        # (a whole table's validator names its field itself: no dump of the table)
         msg = f"{msg} (got {err['input']!r})"
     return ConfigError(".".join(loc) or "scenario", msg)

@@ -35,8 +35,16 @@ from heapq import heappush
 from simpy.events import NORMAL, Event, Timeout
 
 from warmcore.simcore.work import (
+    STEP_ACQUIRE,
+    STEP_CALL,
+    STEP_RUN,
+    C_COHER,
+    C_COMPUTE,
+    C_CONTEND,
     C_CYC,
+    C_DUR,
     C_INS,
+    C_RELOAD,
     C_L1L,
     C_L1M,
     C_LLCL,
@@ -46,9 +54,12 @@ from warmcore.simcore.work import (
 RUNNING, RUNNABLE, PARKED, BLOCKED, DEAD = "running", "runnable", "parked", "blocked", "dead"
 
 # Indices into per-thread counter lists (perf-stat names).
+# sys_s is the part of task_clock_s spent in kernel work (perf's :k, time's "sys"):
+# everything charged through Thread.charge_kernel (context switches, futex
+# syscalls, thread starts); user time is task_clock_s - sys_s.
 CTR_FIELDS = ("task_clock_s", "cycles", "instructions", "l1d_loads", "l1d_misses",
-              "llc_loads", "llc_misses")
-(K_TASK, K_CYC, K_INS, K_L1L, K_L1M, K_LLCL, K_LLCM) = range(len(CTR_FIELDS))
+              "llc_loads", "llc_misses", "sys_s")
+(K_TASK, K_CYC, K_INS, K_L1L, K_L1M, K_LLCL, K_LLCM, K_SYS) = range(len(CTR_FIELDS))
 
 # Breakdown indices (simcore.work.CAUSES order).
 B_QUEUE, B_DISPATCH, B_COMPUTE, B_RELOAD, B_COHER, B_CONTEND, B_IO = range(7)
@@ -112,6 +123,12 @@ class Thread:
         "cs",
         "ctr",
         "data",
+        "fl_costx",
+        "fl_ev",
+        "fl_parts",
+        "fl_rated",
+        "fl_req",
+        "fl_total",
         "futex_wakes",
         "kernel",
         "last_cpu",
@@ -124,6 +141,7 @@ class Thread:
         "process",
         "rq_since",
         "seg_cost",
+        "seg_sys",
         "seg_t0",
         "seg_t1",
         "state",
@@ -143,7 +161,7 @@ class Thread:
         self.last_cpu: Cpu | None = None
         self.state = PARKED
         self.wait_ev: Event | None = None
-        self.pending_busy = 0.0       # CPU time owed before the next segment (switch, syscalls)
+        self.pending_busy = 0.0       # kernel work owed before the next segment (charge_kernel)
         self.pending_dispatch = 0.0   # hand-off time to attribute to the next request run
         self.last_ran = -1.0
         self.ctr = [0.0] * len(CTR_FIELDS)
@@ -155,16 +173,42 @@ class Thread:
         self.seg_t0 = 0.0
         self.seg_t1 = 0.0
         self.seg_cost = None
+        self.seg_sys = 0.0            # system time within the segment in flight
         self.proc = None
         self.data = None              # free slot for the strategy
         self.run_since = 0.0          # when it got its CPU (its time slice counts from here)
         self.timed_out = False        # the last park(timeout) ended by its timeout
+        # Fluid rates (Kernel.rerate): fl_parts is True while the machine holds the
+        # running segment's rate-independent parts (for the CPU it started on), fl_req
+        # its request, fl_ev the event that ends the piece in flight (None when the
+        # clock ran ahead over it); after a re-rating, fl_total and fl_costx are the
+        # whole segment's duration and cost at the new rates (valid while fl_ev is
+        # fl_rated).
+        self.fl_parts = None
+        self.fl_costx = None
+        self.fl_total = 0.0
+        self.fl_req = None
+        self.fl_ev = None
+        self.fl_rated = None
 
     # -- the three calls a strategy makes -------------------------------------------------
 
+    def charge_kernel(self, seconds: float) -> None:
+        """Charge ``seconds`` of kernel work (a syscall, a futex operation, a context
+        switch, a thread start) to this thread as *system* time: it runs at the
+        start of the thread's next segment, counts in task-clock and cycles, in the
+        ``sys_s`` counter (perf's ``:k``, ``time``'s sys) and, if that segment
+        serves a request, in the request's ``dispatch`` cause. The one way kernel
+        work is charged (the kernel itself adds to ``pending_busy``, the same
+        thing, inline on its hot paths)."""
+        self.pending_busy += seconds
+
     def run(self, seg, req=None) -> Event:
         """Run ``seg`` on the CPU this thread holds; the event fires when it is done
-        (including any blocking wait ``seg.block_s``)."""
+        (including any blocking wait ``seg.block_s``). ``seg`` may be a request
+        program (simcore.work.Program): its steps run in order on this thread."""
+        if seg.program:
+            return self._run_program(seg, req)
         k = self.kernel
         cpu = self.cpu
         env = k.env
@@ -174,7 +218,8 @@ class Thread:
             # (cycles are derived in counters_now). Kept inline: this is the hot path of
             # every queueing-theory run.
             ins = seg.instructions
-            total = ins * k.ideal_spi + self.pending_busy
+            sys_s = self.pending_busy          # kernel work: system time
+            total = ins * k.ideal_spi + sys_s
             self.pending_busy = 0.0
             if req is not None:
                 if req.t_start < 0.0:
@@ -194,11 +239,14 @@ class Thread:
                 ctr = self.ctr
                 ctr[K_TASK] += total
                 ctr[K_INS] += ins
+                if sys_s:
+                    ctr[K_SYS] += sys_s
+                self.seg_sys = sys_s
                 self.seg_t0 = now
                 self.seg_t1 = now + total    # (seg_cost stays None on the ideal machine)
                 cpu.busy_s += total
                 return segment_done(env, total)
-            return self._run_slow(seg, total, None, req)
+            return self._run_slow(seg, total, None, req, sys_s)
         return self._run_model(seg, req, cpu, env, now)
 
     def _run_model(self, seg, req, cpu, env, now) -> Event:
@@ -210,6 +258,10 @@ class Thread:
          contend_s) = cost                           # one unpack: COST_FIELDS order
         extra = self.pending_busy
         total = dur
+        fluid = k.fluid
+        if fluid:
+            self.fl_parts = True
+            self.fl_req = req
         if extra:
             self.pending_busy = 0.0
             total = dur + extra
@@ -225,16 +277,26 @@ class Thread:
             elif seg is req.produce:
                 req.produced_by = self.tid
             bd = req.bd
-            bd[B_DISPATCH] += self.pending_dispatch + extra
-            self.pending_dispatch = 0.0
+            pd = self.pending_dispatch
+            if pd:
+                # Wake-up latency counts for this request only for the part of it that
+                # came after the request's earlier work (or its arrival): a thread
+                # woken before the request arrived, or while another thread was
+                # still working on it, did not make it wait that long.
+                self.pending_dispatch = 0.0
+                room = self.run_since - req.t_acc
+                if pd > room:
+                    pd = room if room > 0.0 else 0.0
+            bd[B_DISPATCH] += pd + extra
             bd[B_COMPUTE] += compute_s
             bd[B_RELOAD] += reload_s
             bd[B_COHER] += coher_s
             bd[B_CONTEND] += contend_s
             if seg.block_s:
                 bd[B_IO] += seg.block_s
+            req.t_acc = now + total + seg.block_s
         if total <= k.slice_max and not cpu.rq and not seg.block_s and k.trace is None:
-            # _credit(cost, total, 1.0, now, total), inlined (x * 1.0 == x exactly)
+            # _credit(cost, total, 1.0, now, total, extra), inlined (x * 1.0 == x exactly)
             ctr = self.ctr
             ctr[K_TASK] += total
             ctr[K_CYC] += cyc
@@ -243,18 +305,27 @@ class Thread:
             ctr[K_L1M] += l1m
             ctr[K_LLCL] += llcl
             ctr[K_LLCM] += llcm
+            if extra:
+                ctr[K_SYS] += extra
+            self.seg_sys = extra
             self.seg_t0 = now
             self.seg_t1 = now + total
             self.seg_cost = cost
             cpu.busy_s += total
+            if fluid:
+                ev = segment_done(env, total)
+                self.fl_ev = ev if ev is not _ALREADY_DONE else None
+                return ev
             return segment_done(env, total)
-        return self._run_slow(seg, total, cost, req)
+        return self._run_slow(seg, total, cost, req, extra)
 
-    def _credit(self, cost, total, frac, t0, span) -> None:
+    def _credit(self, cost, total, frac, t0, span, sys_s=0.0) -> None:
         """Add ``frac`` of a segment's counters to this thread; the CPU is busy with it
         from ``t0`` for ``span`` seconds (counters_now uses that for runs in flight)."""
         ctr = self.ctr
         ctr[K_TASK] += frac * total
+        ctr[K_SYS] += frac * sys_s
+        self.seg_sys = frac * sys_s
         self.seg_t0 = t0
         self.seg_t1 = t0 + span
         if cost is None:                       # ideal machine
@@ -269,14 +340,59 @@ class Thread:
         ctr[K_LLCM] += frac * cost[C_LLCM]
         self.seg_cost = cost if frac == 1.0 else tuple(frac * x for x in cost)
 
-    def _run_slow(self, seg, total, cost, req) -> Event:
+    def _run_slow(self, seg, total, cost, req, sys_s=0.0) -> Event:
         """The kernel drives chunks (time slices), preemption and the blocking wait;
         counters are credited chunk by chunk."""
         done = Event(self.kernel.env)
         self.wait_ev = done
-        self.cont = (total, seg.block_s, total, cost, seg.label, req.id if req is not None else -1)
+        self.cont = (total, seg.block_s, total, cost, seg.label,
+                     req.id if req is not None else -1, sys_s)
         self.kernel._run_chunk(self)
         return done
+
+    def _run_program(self, prog, req) -> Event:
+        """Run a request program's steps on this thread; the event fires after the last."""
+        done = Event(self.kernel.env)
+        gen = self._program_steps(prog, req, done)
+
+        def step(ev=None):
+            try:
+                nxt = gen.send(None)
+                while nxt.callbacks is None:          # already processed (run-ahead)
+                    nxt = gen.send(None)
+            except StopIteration:
+                return
+            nxt.callbacks.append(step)
+
+        step()
+        return done
+
+    def _program_steps(self, prog, req, done):
+        k = self.kernel
+        for kind, arg in prog.steps:
+            if kind == STEP_RUN:
+                yield self.run(arg, req)
+                if req is not None:
+                    req.consumed_by = self.tid
+            elif kind == STEP_CALL:                   # a blocking call (a database query)
+                if req is not None:
+                    req.bd[B_IO] += arg
+                    req.t_acc = k.env.now + arg
+                yield self.block(arg)
+            elif kind == STEP_ACQUIRE:
+                sem = k.resources[arg]
+                if sem.op is not None:
+                    yield self.run(sem.op, req)
+                if not sem.acquire(self):
+                    yield self.park()                 # woken holding the permit (hand-off)
+            else:
+                sem = k.resources[arg]
+                if sem.op is not None:
+                    yield self.run(sem.op, req)
+                waiter = sem.release()
+                if waiter is not None:
+                    k.wake(waiter, self)              # futex wake, paid by this thread
+        done.succeed()
 
     def park(self, timeout: float | None = None) -> Event:
         """Sleep (futex wait) until someone calls kernel.wake(thread), or, with a
@@ -307,11 +423,6 @@ class Thread:
         k.n_queued += 1
         return ev
 
-    def charge_kernel(self, seconds: float) -> None:
-        """Kernel work done on this thread's behalf (starting it, a syscall), paid as
-        CPU time before its next segment."""
-        self.pending_busy += seconds
-
     @property
     def is_parked(self) -> bool:
         """Parked in a futex wait (``park``), not running, runnable or blocked."""
@@ -330,6 +441,48 @@ class Thread:
         k._leave_cpu(self, BLOCKED)
         k.env.timeout(seconds).callbacks.append(lambda _e, t=self: k._unblock(t))
         return ev
+
+
+class Semaphore:
+    """A named counting semaphore or connection pool (``[resources]``): ``permits``
+    held at once and a FIFO wait queue (a fair java.util.concurrent.Semaphore, a
+    connection pool handing connections out in request order).
+
+    ``acquire(waiter)`` takes a permit if one is free and nobody queues, else queues
+    ``waiter`` (returns False: the caller parks). ``release()`` hands the permit to
+    the first waiter (returned: the caller wakes it, paying the futex wake) or
+    frees it. ``op`` is the CPU work of each acquire or release (a CAS on the
+    contended state word and the queue bookkeeping; None when free).
+    """
+
+    __slots__ = ("acquires", "free", "max_waiting", "name", "op", "permits", "waiters", "waits")
+
+    def __init__(self, name: str, permits: int, op=None):
+        self.name = name
+        self.permits = permits
+        self.free = permits
+        self.waiters: deque = deque()
+        self.op = op
+        self.acquires = 0
+        self.waits = 0
+        self.max_waiting = 0
+
+    def acquire(self, waiter) -> bool:
+        self.acquires += 1
+        if self.free and not self.waiters:
+            self.free -= 1
+            return True
+        self.waits += 1
+        self.waiters.append(waiter)
+        if len(self.waiters) > self.max_waiting:
+            self.max_waiting = len(self.waiters)
+        return False
+
+    def release(self):
+        if self.waiters:
+            return self.waiters.popleft()
+        self.free += 1
+        return None
 
 
 class Kernel:
@@ -359,7 +512,14 @@ class Kernel:
         # Seconds per instruction when every segment costs just that (the ideal
         # machine): the kernel then prices segments itself (the fast path).
         self.ideal_spi = machine.fixed_seconds_per_instruction()
+        # Rates that change during work: the machine calls rerate(cpu, now) when what a
+        # running segment shares changes (docs/engine.md "Fluid rates").
+        self.fluid = bool(getattr(machine, "fluid", False)) and not self.ideal_spi
+        self.rerates = 0
+        if self.fluid:
+            machine.rate_hook = self.rerate
         self.runqueue_max = 0
+        self.resources: dict[str, Semaphore] = {}   # named semaphores (request programs)
         self.n_queued = 0             # threads waiting in any run queue
         self.deferred: list | None = None   # zero-delay wake events being collected
 
@@ -627,7 +787,7 @@ class Kernel:
         (split at slice_max), else what is left of its time slice, which counts
         from its dispatch across segments; a thread whose slice is used up while
         others wait is preempted here, at a segment or chunk boundary."""
-        remaining, block_s, total, cost, label, rid = t.cont
+        remaining, block_s, total, cost, label, rid, sys_s = t.cont
         cpu = t.cpu
         now = self.env.now
         if cpu.rq:
@@ -640,17 +800,21 @@ class Kernel:
             chunk = self.slice_max
         else:
             chunk = remaining
-        t._credit(cost, total, chunk / total if total > 0 else 1.0, now, chunk)
+        t._credit(cost, total, chunk / total if total > 0 else 1.0, now, chunk, sys_s)
         cpu.busy_s += chunk
         if self.trace is not None:
             self.trace.append((now, cpu.id, t.tid, "run", label, chunk, rid))
-        t.cont = (remaining - chunk, block_s, total, cost, label, rid)
-        self.env.timeout(chunk).callbacks.append(lambda _e: self._chunk_end(t))
+        t.cont = (remaining - chunk, block_s, total, cost, label, rid, sys_s)
+        ev = self.env.timeout(chunk)
+        ev.callbacks.append(lambda _e: self._chunk_end(t))
+        if self.fluid:
+            t.fl_ev = ev
 
     def _preempt(self, t: Thread) -> None:
         """Involuntary switch: ``t`` goes to the back of the run queue, or straight to
         an idle CPU it may use (the idle balancer's pull, without waiting a tick)."""
         cpu = t.cpu
+        t.fl_parts = None                 # its parts stay with the CPU it started on
         self._leave_cpu(t, RUNNABLE)      # hands the CPU to the head of its queue
         t.rq_since = self.env.now
         if self.n_idle:
@@ -677,6 +841,82 @@ class Kernel:
         ev = t.wait_ev
         ev.succeed()
 
+    # -- fluid rates ------------------------------------------------------------------------
+
+    def rerate(self, cid: int, when: float | None = None) -> None:
+        """What the segment running on CPU ``cid`` shares has changed (an SMT sibling
+        started or stopped, the clock changed, its memory-bus share changed): the
+        rest of its work goes on at the new rate from now (SimGrid's fluid model).
+
+        The work left is a fraction of the whole segment, w = (time left of the piece
+        in flight + later chunks) / whole duration at the old rates. Its counters and
+        the request's breakdown were credited at the old rates when the piece started;
+        the part not yet done is re-credited at the new ones (piecewise crediting), the
+        piece now ends w_piece x the new whole duration from now, and the event that
+        ends it is moved there. No rate change, no event and no arithmetic."""
+        cpu = self.cpus[cid]
+        t = cpu.current
+        if t is None or t.fl_parts is None:
+            return
+        env = self.env
+        now = env.now
+        t1 = t.seg_t1
+        ev = t.fl_ev
+        if t1 <= now or ev is None or ev.callbacks is None:
+            return                     # between segments, or its end is being processed
+        m = self.machine
+        cont = t.cont
+        if cont is not None:                 # chunks: the whole segment is in cont
+            old_total, oldx = cont[2], cont[3]
+        elif t.fl_rated is ev:               # re-rated before
+            old_total, oldx = t.fl_total, t.fl_costx
+        else:                                # the piece in flight is the whole segment
+            old_total, oldx = t1 - t.seg_t0, t.seg_cost
+        new = m.cost_now(cid, now)
+        if new[C_DUR] == oldx[C_DUR] and new[C_COMPUTE] == oldx[C_COMPUTE]:
+            return
+        self.rerates += 1
+        extra = old_total - oldx[C_DUR]      # kernel work at the segment's start
+        if extra < 0.0:
+            extra = 0.0
+        new_total = new[C_DUR] + extra
+        newx = new
+        if extra:
+            cyc = new[C_CYC] + extra * m.current_ghz(cid, now) * 1e9
+            newx = (new[C_DUR], cyc, *new[2:])
+        old = oldx
+        w_piece = (t1 - now) / old_total
+        w_rest = cont[0] / old_total if cont is not None else 0.0
+        # counters of the piece in flight: its undone part at the new rates
+        ctr = t.ctr
+        span_new = w_piece * new_total
+        ctr[K_TASK] += span_new - (t1 - now)
+        ctr[K_CYC] += w_piece * (newx[C_CYC] - oldx[C_CYC])
+        cpu.busy_s += span_new - (t1 - now)
+        t.seg_t0 = now
+        t.seg_t1 = now + span_new
+        t.seg_cost = tuple(w_piece * x for x in newx)
+        t.seg_sys = w_piece * extra
+        req = t.fl_req
+        if req is not None:
+            w = w_piece + w_rest
+            bd = req.bd
+            bd[B_COMPUTE] += w * (new[C_COMPUTE] - old[C_COMPUTE])
+            bd[B_RELOAD] += w * (new[C_RELOAD] - old[C_RELOAD])
+            bd[B_COHER] += w * (new[C_COHER] - old[C_COHER])
+            bd[B_CONTEND] += w * (new[C_CONTEND] - old[C_CONTEND])
+            req.t_acc += w * (new_total - old_total)
+        if cont is not None:
+            t.cont = (w_rest * new_total, cont[1], new_total, newx, *cont[4:])
+        t.fl_costx = newx
+        t.fl_total = new_total
+        m.flow_end(cid, now + span_new + w_rest * new_total)
+        nev = fast_timeout(env, span_new)
+        nev.callbacks = ev.callbacks
+        ev.callbacks = []
+        t.fl_ev = nev
+        t.fl_rated = nev
+
     # -- accounting ------------------------------------------------------------------------
 
     def counters_now(self) -> dict:
@@ -696,6 +936,7 @@ class Kernel:
                     span = t.seg_t1 - t.seg_t0
                     frac = (t.seg_t1 - now) / span
                     tot[K_TASK] -= frac * span
+                    tot[K_SYS] -= frac * t.seg_sys
                     c = t.seg_cost
                     if c is None:       # ideal machine: instructions = time / spi
                         tot[K_INS] -= frac * span / self.ideal_spi

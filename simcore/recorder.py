@@ -28,12 +28,14 @@ class Recorder:
                  max_in_flight: int = 2_000_000):
         self.env = env
         self.hist = LatencyHistogram()
+        self.service = LatencyHistogram()   # server-side: first work on it to response
         self.wait_sum = 0.0
         self.bd_sum = [0.0] * len(CAUSES)
         self.arrived = 0
         self.completed_warmup = 0   # completions before the window
         self.measured = 0           # completions in the window
         self.lat_buf = array("d")   # latencies not yet binned (flush)
+        self.srv_buf = array("d")   # service times not yet binned
         self.stopped = False
         self.in_system = 0
         self.area = 0.0             # integral of in_system over time
@@ -91,6 +93,7 @@ class Recorder:
             # here costs a tenth of binning one value in Python.
             buf = self.lat_buf
             buf.append(now - t_arrive)
+            self.srv_buf.append(now - req.t_start)
             if len(buf) >= LAT_BATCH:
                 self.flush()
             self.wait_sum += req.t_start - t_arrive
@@ -123,6 +126,8 @@ class Recorder:
         if self.lat_buf:
             self.hist.record_many(np.frombuffer(self.lat_buf, dtype=float))
             self.lat_buf = array("d")
+            self.service.record_many(np.frombuffer(self.srv_buf, dtype=float))
+            self.srv_buf = array("d")
 
     def bd_sums(self) -> list[float]:
         """Total seconds by cause over measured requests; queue wait is what is left of

@@ -59,6 +59,33 @@ class Segment:
     block_s: float = 0.0
     label: str = ""
 
+    program = False       # (class attribute) a Segment is one step, not a Program
+
+
+# Step kinds of a request program.
+STEP_RUN, STEP_CALL, STEP_ACQUIRE, STEP_RELEASE = range(4)
+
+
+class Program:
+    """A request's handling as a sequence of steps (``work.program``), run by
+    ``thread.run(program, req)`` like one segment, or step by step by a strategy that
+    schedules the steps itself (virtual threads).
+
+    steps  tuple of (kind, arg): (STEP_RUN, Segment), (STEP_CALL, seconds),
+           (STEP_ACQUIRE, resource name), (STEP_RELEASE, resource name)
+    """
+
+    __slots__ = ("block_s", "instructions", "steps")
+    program = True
+    label = "program"
+
+    def __init__(self, steps: tuple):
+        self.steps = steps
+        self.instructions = sum(a.instructions for k, a in steps if k == STEP_RUN)
+        # Seconds of blocking calls: what a strategy asking "does this handler block?"
+        # (seg.block_s > 0) needs to know; the kernel runs them as steps.
+        self.block_s = sum(a for k, a in steps if k == STEP_CALL)
+
 
 # Breakdown causes, in the order results print them.
 CAUSES = (
@@ -79,7 +106,7 @@ class Request:
     Times are simulated seconds; `bd` accumulates the breakdown by cause.
     """
 
-    __slots__ = ("id", "conn", "t_arrive", "t_start", "produce", "consume", "bd",
+    __slots__ = ("id", "conn", "t_arrive", "t_start", "t_acc", "produce", "consume", "bd",
                  "invocation", "produced_by", "consumed_by")
 
     def __init__(self, rid: int, t_arrive: float, conn: int = 0):
@@ -87,6 +114,7 @@ class Request:
         self.conn = conn
         self.t_arrive = t_arrive
         self.t_start = -1.0          # first instant a thread started working on it
+        self.t_acc = t_arrive        # its time is accounted (breakdown) up to here
         self.produce: Segment | None = None
         self.consume: Segment | None = None
         self.bd = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]   # seconds by cause (CAUSES order)

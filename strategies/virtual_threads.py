@@ -49,10 +49,12 @@ from collections import deque
 from pydantic import BaseModel, ConfigDict, Field
 
 from warmcore.simcore.rng import block_sampler
-from warmcore.simcore.work import Segment
+from warmcore.simcore.work import STEP_ACQUIRE, STEP_CALL, STEP_RUN, Segment
 from warmcore.strategies.base import Strategy, register
+from warmcore.strategies.pools import lock_segment
 
 START, CALL, AFTER = 0, 1, 2
+PROGRAM = 3          # a request program: VThread.pc is the next step
 
 
 class Params(BaseModel):
@@ -66,14 +68,20 @@ class Params(BaseModel):
     unmount_us: float = Field(default=0.5, ge=0, description='freeze when it parks or blocks')
     pinned: bool = False
     max_kernel_threads: int = Field(default=10_000, gt=0)
+    pool: int | None = Field(default=None, gt=0,
+                             description='with kernel_threads: a fixed pool of this many '
+                                         'platform threads (Executors.newFixedThreadPool) '
+                                         'instead of a new thread per task')
+    lock_us: float = Field(default=0.05, ge=0, description="pool queue's lock per take")
 
 
 class VThread:
-    __slots__ = ("req", "step")
+    __slots__ = ("pc", "req", "step")
 
     def __init__(self, req):
         self.req = req
         self.step = START
+        self.pc = 0
 
 
 class Carrier:
@@ -116,7 +124,20 @@ class VirtualThreads(Strategy):
             self.waiters: deque = deque()     # kernel threads parked on the semaphore
             self.backlog: deque = deque()     # arrivals waiting for a thread slot
             self.n_threads = 0
+            if p.pool:
+                # ThreadPoolExecutor(n, n, LinkedBlockingQueue): n long-lived workers
+                # taking tasks FIFO, idle ones waiting on the queue's condition (FIFO).
+                self.pool_idle: deque = deque()
+                self.pool_lock = lock_segment(ips, p.lock_us, "vthreads-pool-lock") \
+                    if p.lock_us else None
+                for i in range(p.pool):
+                    self.kernel.spawn(self.ctx.server, f"pool-{i}", self._pool_worker)
             return
+        # Virtual threads share the scenario's named semaphores ([resources]) as
+        # java.util.concurrent.Semaphore objects: a virtual thread that finds no permit
+        # parks unmounted in its FIFO queue; a release hands the permit to the first.
+        self.vsem = {name: [r.permits, deque()] for name, r in self.ctx.cfg.resources.items()}
+        self.vsem_op = {name: sem.op for name, sem in self.kernel.resources.items()}
         self.sem_waiters: deque[VThread] = deque()
         self.blocked: dict = {}              # unmounted in a blocking call: id -> request
         # External submission queues, one per submitting thread (ForkJoinPool indexes
@@ -140,7 +161,11 @@ class VirtualThreads(Strategy):
             return
         self.stats["started"] += 1
         if self.p.kernel_threads:
-            if self.n_threads < self.p.max_kernel_threads:
+            if self.p.pool:
+                self.backlog.append(req)
+                if self.pool_idle:
+                    self.kernel.wake(self.pool_idle.popleft())
+            elif self.n_threads < self.p.max_kernel_threads:
                 self._spawn_kernel_thread(req)
             else:
                 self.backlog.append(req)
@@ -193,11 +218,20 @@ class VirtualThreads(Strategy):
     def _mount(self, t, c: Carrier, vt: VThread):
         req = vt.req
         step = vt.step
+        if step == PROGRAM:
+            if self.mount_seg is not None:
+                yield t.run(self.mount_seg)
+            yield from self._program(t, c, vt)
+            return
         if step == START:
             if self.start_seg is not None:
                 yield t.run(self.start_seg)
             if req.produce is not None:
                 yield t.run(req.produce, req)
+            if req.consume.program:
+                vt.step = PROGRAM
+                yield from self._program(t, c, vt)
+                return
             blk = req.consume.block_s
             if not blk or (self.p.pinned and self.free is None):
                 yield from self._guarded(t.run(req.consume, req), blk)
@@ -237,6 +271,53 @@ class VirtualThreads(Strategy):
         self._enter_call()
         self.blocked[req.id] = req
         self.env.timeout(blk).callbacks.append(lambda _e, vt=vt: self._io_done(vt))
+
+    def _program(self, t, c: Carrier, vt: VThread):
+        """Run a request program's steps from ``vt.pc`` on this carrier until the
+        virtual thread parks (a blocking call, or no permit: it unmounts and the
+        carrier goes on with other work) or finishes."""
+        req = vt.req
+        steps = req.consume.steps
+        while vt.pc < len(steps):
+            kind, arg = steps[vt.pc]
+            vt.pc += 1
+            if kind == STEP_RUN:
+                yield t.run(arg, req)
+                req.consumed_by = t.tid
+            elif kind == STEP_CALL:
+                self.kernel.charge_blocked_io(req, arg)
+                if self.p.pinned:              # blocks the carrier itself
+                    yield from self._guarded(t.block(arg), arg)
+                    continue
+                if self.unmount_seg is not None:
+                    yield t.run(self.unmount_seg)
+                self._enter_call()
+                self.blocked[req.id] = req
+                self.env.timeout(arg).callbacks.append(lambda _e, vt=vt: self._io_done(vt))
+                return
+            elif kind == STEP_ACQUIRE:
+                op = self.vsem_op[arg]
+                if op is not None:
+                    yield t.run(op, req)
+                sem = self.vsem[arg]
+                if sem[0] and not sem[1]:
+                    sem[0] -= 1
+                    continue
+                self.stats["permit_waits"] += 1   # Semaphore.acquire parks the virtual thread
+                sem[1].append(vt)
+                if self.unmount_seg is not None:
+                    yield t.run(self.unmount_seg)
+                return
+            else:
+                op = self.vsem_op[arg]
+                if op is not None:
+                    yield t.run(op, req)
+                sem = self.vsem[arg]
+                if sem[1]:                         # hand the permit to the first waiter
+                    self._push(c.queue, sem[1].popleft(), t)
+                else:
+                    sem[0] += 1
+        self.ctx.done(req, t)
 
     def _guarded(self, ev, blk):
         """Yield ``ev`` counting it as inside the blocking call if it blocks."""
@@ -278,10 +359,40 @@ class VirtualThreads(Strategy):
                                lambda t, req=req: self._kernel_thread(t, req))
         th.data = req             # held from creation (it may wait for a CPU first)
 
+    def _pool_worker(self, t):
+        q = self.backlog
+        while True:
+            if self.pool_lock is not None:
+                yield t.run(self.pool_lock)      # take: the queue's lock
+            if not q:
+                self.pool_idle.append(t)
+                yield t.park()
+                continue
+            req = q.popleft()
+            if q and self.pool_idle:             # pass the signal on (c > 1)
+                self.kernel.wake(self.pool_idle.popleft(), t)
+            t.data = req
+            yield from self._platform_task(t, req)
+            t.data = None
+            self.ctx.done(req, t)
+
     def _kernel_thread(self, t, req):
-        t.charge_kernel(self.p.kernel_start_us * 1e-6)      # clone, stack, TLS
+        t.charge_kernel(self.p.kernel_start_us * 1e-6)       # clone, stack, TLS
+        yield from self._platform_task(t, req)
+        t.data = None
+        self.ctx.done(req, t)
+        self.n_threads -= 1
+        self.stats["live_kernel_threads"] = self.n_threads
+        if self.backlog:
+            self._spawn_kernel_thread(self.backlog.popleft())
+
+    def _platform_task(self, t, req):
+        """A request on a platform thread: it blocks in the kernel."""
         if req.produce is not None:
             yield t.run(req.produce, req)
+        if req.consume.program:                  # the kernel runs the steps (and semaphores)
+            yield t.run(req.consume, req)
+            return
         blk = req.consume.block_s
         if not blk or self.free is None:
             yield from self._guarded(t.run(req.consume, req), blk)
@@ -300,12 +411,6 @@ class VirtualThreads(Strategy):
                 self.kernel.wake(self.waiters.popleft(), t)
             else:
                 self.free += 1
-        t.data = None
-        self.ctx.done(req, t)
-        self.n_threads -= 1
-        self.stats["live_kernel_threads"] = self.n_threads
-        if self.backlog:
-            self._spawn_kernel_thread(self.backlog.popleft())
 
     # -- inspection ----------------------------------------------------------------------
 
@@ -317,6 +422,8 @@ class VirtualThreads(Strategy):
         reqs = [vt.req for vt in self.submission]
         reqs.extend(vt.req for vt in self.resumed)
         reqs.extend(vt.req for vt in self.sem_waiters)
+        for sem in self.vsem.values():
+            reqs.extend(vt.req for vt in sem[1])
         for c in self.carriers:
             reqs.extend(vt.req for vt in c.queue)
             if c.current is not None:

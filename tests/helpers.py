@@ -30,6 +30,8 @@ def _toml(v):
         return "true" if v else "false"
     if isinstance(v, str):
         return f'"{v}"'
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{k}={_toml(x)}" for k, x in v.items()) + "}"
     return repr(v) if not isinstance(v, list) else "[" + ",".join(_toml(x) for x in v) + "]"
 
 

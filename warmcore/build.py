@@ -123,6 +123,7 @@ def build(cfg: Scenario, seed: int) -> SimContext:
     streams = Streams(seed)
     machine = build_machine(cfg)
     kernel = Kernel(env, machine, trace_limit=cfg.run.trace_events)
+    kernel.resources = make_resources(cfg, machine)
     run = cfg.run
     if cfg.workload.kind == "batch":
         warm_n, measure_n, warm_s, measure_s = 0, cfg.workload.jobs, None, None
@@ -148,6 +149,22 @@ def build(cfg: Scenario, seed: int) -> SimContext:
     ctx.strategy.start()
     ctx.workload.start()
     return ctx
+
+
+def make_resources(cfg: Scenario, machine) -> dict:
+    """The scenario's named semaphores / connection pools ([resources])."""
+    from warmcore.simcore.kernel import Semaphore
+    from warmcore.simcore.work import SHARED, Footprint, Segment
+
+    out = {}
+    for name, r in cfg.resources.items():
+        op = None
+        if r.op_us:
+            line = f"sem-{name}"
+            op = Segment(r.op_us * 1e-6 * machine.nominal_ips, (Footprint(SHARED, line, 2, True),),
+                         contended_ops=1, contended_line=line, label=f"sem-{name}")
+        out[name] = Semaphore(name, r.permits, op)
+    return out
 
 
 # Young-generation threshold of the cyclic GC while a run is in progress. A run
@@ -233,10 +250,8 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
             drained = False
             warnings.append(f"overloaded: offered {offered:.6g} req/s, served {thr:.6g} req/s; "
                             f"the queue never drained ({in_flight} requests in flight at the end)")
-    lat = {"mean": _us(h.mean)}
-    for k, q in QUANTILES.items():
-        lat[k] = _us(h.quantile(q))
-    lat["max"] = _us(h.max if n else math.nan)
+    lat = _percentiles(h, n)
+    service = _percentiles(rec.service, n)
     bd = {cause: _us(s / n) if n else math.nan
           for cause, s in zip(CAUSES, rec.bd_sums(), strict=True)}
     arrived_window = rec.arrived - rec.arrived_at_measure
@@ -250,9 +265,12 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
         "throughput_rps": thr,
         "offered_rps": offered,
         "latency_us": lat,
+        "service_us": service,
         "wait_us": {"mean": _us(rec.wait_sum / n) if n else math.nan},
         "cpus_utilized": task_clock / window if window > 0 else 0.0,
         "task_clock_ms": task_clock * 1e3,
+        "user_s": task_clock - srv.get("sys_s", 0.0),
+        "sys_s": srv.get("sys_s", 0.0),
         "cycles": cycles,
         "instructions": ins,
         "ipc": ins / cycles if cycles else math.nan,
@@ -284,6 +302,15 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
     return res
 
 
+def _percentiles(h, n: int) -> dict:
+    """min, mean, the QUANTILES and max of a histogram, in us."""
+    d = {"min": _us(h.min if n else math.nan), "mean": _us(h.mean)}
+    for k, q in QUANTILES.items():
+        d[k] = _us(h.quantile(q))
+    d["max"] = _us(h.max if n else math.nan)
+    return d
+
+
 def _offered_rate(cfg: Scenario):
     wl = cfg.workload
     if wl.kind in ("open", "connections", "stream"):
@@ -298,6 +325,7 @@ def _us(x: float) -> float:
 def _clean(d: dict) -> dict:
     out = dict(d)
     out["task_clock_ms"] = out.pop("task_clock_s") * 1e3
+    out["user_s"] = out["task_clock_ms"] * 1e-3 - out["sys_s"]
     return out
 
 
@@ -321,11 +349,12 @@ def combine_replications(runs: list[dict]) -> dict:
     cis = {}
     for k in CI_KEYS:
         out[k], cis[k] = ci([x[k] for x in runs])
-    for group in ("latency_us", "wait_us", "breakdown_us"):
+    for group in ("latency_us", "service_us", "wait_us", "breakdown_us"):
         out[group] = {}
         for k in runs[0][group]:
             out[group][k], cis[f"{group}.{k}"] = ci([x[group][k] for x in runs])
-    for k in ("requests", "sim_seconds", "task_clock_ms", "cycles", "instructions", "l1d_loads",
+    for k in ("requests", "sim_seconds", "task_clock_ms", "user_s", "sys_s", "cycles",
+              "instructions", "l1d_loads",
               "l1d_misses", "llc_loads", "llc_misses", "context_switches", "cpu_migrations",
               "futex_wakes", "joules", "mean_in_system"):
         out[k] = float(np.mean([x[k] for x in runs]))

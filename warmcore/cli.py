@@ -160,6 +160,7 @@ COMMANDS = {"run": cmd_run, "compare": cmd_compare, "scenarios": cmd_scenarios,
 def format_result(r: dict) -> str:
     """A perf-stat-like summary of one result."""
     lat = r["latency_us"]
+    srv = r["service_us"]
     n = max(r["requests"], 1)
     lines = [
         (f" Scenario {r['scenario']} | strategy {r['strategy']} | machine {r['machine']} | "
@@ -167,12 +168,17 @@ def format_result(r: dict) -> str:
         "",
         (f" {r['requests']:>16,} requests in {r['sim_seconds']:.4f} simulated s"
         f"   {r['throughput_rps']:,.1f} req/s"),
-        (f" latency us       mean {lat['mean']:.1f}  p50 {lat['p50']:.1f}  p90 {lat['p90']:.1f}"
-        f"  p99 {lat['p99']:.1f}  p999 {lat['p999']:.1f}  max {lat['max']:.1f}"),
+        (f" latency us       min {lat['min']:.1f}  mean {lat['mean']:.1f}  p50 {lat['p50']:.1f}"
+        f"  p90 {lat['p90']:.1f}  p99 {lat['p99']:.1f}  p999 {lat['p999']:.1f}"
+        f"  max {lat['max']:.1f}"),
+        (f" service us       min {srv['min']:.1f}  p50 {srv['p50']:.1f}  p90 {srv['p90']:.1f}"
+        f"  p99 {srv['p99']:.1f}  p999 {srv['p999']:.1f}  max {srv['max']:.1f}"),
         f" wait us          mean {r['wait_us']['mean']:.1f}",
         "",
         f" {r['task_clock_ms']:>16,.2f} task-clock (msec)   "
         f"# {r['cpus_utilized']:.3f} CPUs utilized",
+        f" {r['user_s']:>16,.6f} seconds user",
+        f" {r['sys_s']:>16,.6f} seconds sys",
         f" {r['context_switches']:>16,} context-switches   # {r['context_switches'] / n:.3f} /req",
         f" {r['cpu_migrations']:>16,} cpu-migrations     # {r['cpu_migrations'] / n:.3f} /req",
         f" {r['cycles']:>16,.0f} cycles             # {r['ghz']:.3f} GHz",

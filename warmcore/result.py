@@ -34,6 +34,21 @@ class _Part(BaseModel):
 class Latency(_Part):
     """End-to-end latency of a request (us): arrival to response written."""
 
+    min: Num
+    mean: Num
+    p50: Num
+    p90: Num
+    p99: Num
+    p999: Num
+    max: Num
+
+
+class Service(_Part):
+    """Server-side processing time of a request (us): from the first instant a server
+    thread worked on it (first byte read) to its response written; latency less the
+    wait before a thread took it up."""
+
+    min: Num
     mean: Num
     p50: Num
     p90: Num
@@ -89,10 +104,14 @@ class Result(_Part):
     offered_rps: Num = Field(description="the offered open-loop rate, null for closed "
                                          "or saturating workloads")
     latency_us: Latency
+    service_us: Service
     wait_us: Wait
     cpus_utilized: Num = Field(description="server task-clock / window, as perf stat's "
                                            "'CPUs utilized'")
     task_clock_ms: Real
+    user_s: Real = Field(description="server CPU time in user mode (s): task-clock less sys_s")
+    sys_s: Real = Field(description="server CPU time in kernel work (s): context switches, "
+                                    "futex calls, wake-ups, syscalls (perf :k, time's sys)")
     cycles: Real
     instructions: Real
     ipc: Num

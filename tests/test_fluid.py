@@ -1,0 +1,188 @@
+"""Rates that change during work (the fluid model): hand-computed makespans.
+
+A running segment holds its remaining work; when what it shares changes (an SMT
+sibling starts or stops, the clock changes, its memory-bus share changes), the
+rest goes on at the new rate from that instant."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import simpy
+
+from warmcore.models.hardware import HardwareMachine
+from warmcore.models.membus import maxmin_shares, md1_wait
+from warmcore.models.presets import Preset
+from warmcore.simcore.kernel import Kernel
+from warmcore.simcore.work import TASK, Footprint, Segment
+
+MS = 1e-3
+EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs",
+           "energy")
+
+
+def only(*on):
+    return {e: e in on for e in EFFECTS}
+
+
+SMT2 = Preset(name="test-smt", description="2 cores x 2 threads", cores_per_socket=2,
+              threads_per_core=2, smt_throughput=(1.0, 1.25), pstates_ghz=(2.0,),
+              base_ipc=2.0)
+
+
+def run_jobs(machine, jobs, until=1.0):
+    """jobs: (start_s, cpu, segment); returns each job's end time and the kernel."""
+    env = simpy.Environment()
+    k = Kernel(env, machine)
+    machine.bind(env, None)
+    p = k.process("p")
+    ends = {}
+
+    def body(i, seg):
+        def gen(t):
+            yield t.run(seg)
+            ends[i] = env.now
+        return gen
+
+    for i, (start, cpu, seg) in enumerate(jobs):
+        def spawn(_e=None, i=i, cpu=cpu, seg=seg):
+            k.spawn(p, f"job{i}", body(i, seg), cpus=[cpu])
+        if start == 0.0:
+            spawn()
+        else:
+            env.timeout(start).callbacks.append(spawn)
+    env.run(until=until)
+    return ends, k
+
+
+def test_two_jobs_on_smt_siblings_that_start_at_different_times():
+    # 4e6 instructions at IPC 2 and 2 GHz: 1 ms alone; two siblings each run at
+    # s(2) = 1.25 / 2 = 0.625 of that. A starts at 0, B (its sibling) at 0.5 ms:
+    # A has 2e6 left, done at 0.625 x 4e9 ins/s -> 0.8 ms -> ends at 1.3 ms; B did
+    # 2e6 by then and runs its last 2e6 alone in 0.5 ms -> ends at 1.8 ms.
+    m = HardwareMachine(SMT2, effects=only("smt"))
+    ends, k = run_jobs(m, [(0.0, 0, Segment(4e6)), (0.5 * MS, 2, Segment(4e6))])
+    assert ends[0] == pytest.approx(1.3 * MS, rel=1e-12)
+    assert ends[1] == pytest.approx(1.8 * MS, rel=1e-12)
+    c = k.counters_now()["processes"]["p"]
+    assert c["task_clock_s"] == pytest.approx(1.3 * MS + 1.3 * MS, rel=1e-12)
+    assert c["instructions"] == pytest.approx(8e6)
+    # cycles: 4e6 instructions at IPC 2 alone, at IPC 2 x 0.625 shared: A ran
+    # 2e6 alone and 2e6 shared, B 2e6 shared and 2e6 alone
+    assert c["cycles"] == pytest.approx(2 * (1e6 + 2e6 / 1.25 * 2 / 2), rel=1e-12)
+
+
+def test_the_old_fixed_cost_would_have_been_wrong():
+    # Without the sibling, both jobs alone: 1 ms each (the shared rate is not kept
+    # once the sibling leaves: B at 0.625 for its whole length would end at 2.1 ms).
+    m = HardwareMachine(SMT2, effects=only("smt"))
+    ends, k = run_jobs(m, [(0.0, 0, Segment(4e6)), (1.5 * MS, 2, Segment(4e6))])
+    assert ends == {0: pytest.approx(1.0 * MS), 1: pytest.approx(2.5 * MS)}
+    assert k.rerates == 0          # nothing changed during a segment: no re-rating
+
+
+CLOCKED = Preset(name="test-clock", description="1 core, 1 or 2 GHz", cores_per_socket=1,
+                 pstates_ghz=(1.0, 2.0), base_ipc=2.0, transition_latency_us=10.0)
+
+
+def test_a_frequency_step_in_the_middle_of_a_segment():
+    # 4e6 instructions at IPC 2: 1 ms at 2 GHz. The governor decides 1 GHz at 0.49 ms,
+    # effective 10 us later (transition latency): at 0.5 ms half is done; the other
+    # 2e6 instructions at 1 GHz take 1 ms: the job ends at 1.5 ms.
+    m = HardwareMachine(CLOCKED, effects=only("dvfs"), governor="ondemand",
+                        governor_params={"sampling_rate_us": 10_000_000})
+    ctl = m.clock
+    assert m.fluid
+
+    def decide(_e):              # what DvfsController.sample does when it picks 1 GHz
+        now = m.env.now
+        ctl._pending[0] = (now + ctl.latency_s, 1.0)
+        ctl._due[0] = now + ctl.latency_s
+        ctl.on_pending(0, now + ctl.latency_s)
+
+    env = simpy.Environment()
+    k = Kernel(env, m)
+    m.bind(env, None)
+    p = k.process("p")
+    ends = []
+
+    def job(t):
+        yield t.run(Segment(4e6))
+        ends.append(env.now)
+
+    k.spawn(p, "job", job)
+    env.timeout(0.49 * MS).callbacks.append(decide)
+    env.run(until=0.1)
+    assert ends == [pytest.approx(1.5 * MS, rel=1e-12)]
+    c = k.counters_now()["processes"]["p"]
+    assert c["task_clock_s"] == pytest.approx(1.5 * MS, rel=1e-12)
+    assert c["cycles"] == pytest.approx(2e6, rel=1e-12)     # no stalls: ins / IPC
+    assert k.rerates == 1
+
+
+BUS = Preset(name="test-bus", description="2 cores, a narrow memory bus", cores_per_socket=2,
+             pstates_ghz=(1.0,), base_ipc=1.0, dram_ns=100.0, mlp=1.0, mem_bw_gbs=0.96,
+             mem_channels=1, llc_mib=8, l2_kib=256)
+
+
+def test_a_memory_bound_job_whose_bus_share_changes_when_a_second_one_starts():
+    # 10,000 cold lines, 100 ns each, MLP 1: 1 ms alone, a demand of 1e7 lines/s; the
+    # bus carries 0.96e9 / 64 = 1.5e7 lines/s. B starts at 0.5 ms with its own M/D/1
+    # wait (from the bus's load over the last 100 us, an exponential average), so it
+    # asks lam_b = L / (1 ms + wait) < 0.75e7 lines/s; both together ask more than the
+    # bus carries: max-min gives B its demand and A the rest, 1.5e7 - lam_b. A's last
+    # 5,000 lines go at that share; B, never bus-bound, runs at its own pace.
+    L = 10_000
+    m = HardwareMachine(BUS, effects=only("caches", "membus"))
+    cap = 0.96e9 / 64
+    lam_a = L / 1e-3
+    jobs = [(0.0, 0, Segment(0.0, (Footprint(TASK, 1, L, False),))),
+            (0.5 * MS, 1, Segment(0.0, (Footprint(TASK, 2, L, False),)))]
+    ends, k = run_jobs(m, jobs)
+    u = lam_a / cap * (1 - math.exp(-0.5 * MS / 100e-6))      # utilisation B sees
+    service_ns = 64 / 0.96
+    wait_b = L * md1_wait(u, service_ns) * 1e-9
+    d_b = 1e-3 + wait_b
+    lam_b = L / d_b
+    share = maxmin_shares([lam_a, lam_b], cap)
+    assert share[1] == lam_b and share[0] == pytest.approx(cap - lam_b) and share[0] < lam_a
+    end_a = 0.5 * MS + (L / 2) / share[0]
+    end_b = 0.5 * MS + d_b
+    assert end_a > 1.0 * MS
+    assert ends[0] == pytest.approx(end_a, rel=1e-9)
+    assert ends[1] == pytest.approx(end_b, rel=1e-9)
+    assert k.rerates == 1          # A, when B joined (B's pace never depended on A)
+
+
+def test_maxmin_shares_water_filling():
+    assert maxmin_shares([1.0, 5.0, 5.0], 7.0) == pytest.approx([1.0, 3.0, 3.0])
+    assert maxmin_shares([1.0, 2.0], 10.0) == [1.0, 2.0]
+    assert maxmin_shares([4.0, 4.0, 4.0, 4.0], 4.0) == pytest.approx([1.0] * 4)
+
+
+def test_with_nothing_changing_results_are_those_of_fixed_rates():
+    """A run in which no rate changes during a segment (one server CPU, its sibling
+    idle, a fixed clock) gives the same JSON with the fluid machinery on and off,
+    and re-rates nothing."""
+    import json
+
+    from tests.helpers import scenario
+    from warmcore.build import build, finish, run_built
+
+    cfg = scenario("web", {"machine.governor": "performance", "server.cpus": [0],
+                           "machine.effects.membus": False, "workload.rate_per_s": 3000.0},
+                   requests=2000)
+
+    def once(fluid):
+        ctx = build(cfg, 1)
+        if not fluid:
+            ctx.kernel.fluid = False
+            ctx.machine.rate_hook = None
+        res = finish(ctx, run_built(ctx))
+        return json.dumps(res, sort_keys=True), ctx.kernel.rerates
+
+    on, n_on = once(True)
+    off, n_off = once(False)
+    assert n_on == 0 and n_off == 0
+    assert on == off
