@@ -35,6 +35,7 @@ from heapq import heappush
 from simpy.events import NORMAL, Event, Timeout
 
 from warmcore.simcore.work import (
+    Continuation,
     STEP_ACQUIRE,
     STEP_CALL,
     STEP_RUN,
@@ -345,8 +346,8 @@ class Thread:
         counters are credited chunk by chunk."""
         done = Event(self.kernel.env)
         self.wait_ev = done
-        self.cont = (total, seg.block_s, total, cost, seg.label,
-                     req.id if req is not None else -1, sys_s)
+        self.cont = Continuation(total, seg.block_s, total, cost, seg.label,
+                                 req.id if req is not None else -1, sys_s)
         self.kernel._run_chunk(self)
         return done
 
@@ -804,7 +805,7 @@ class Kernel:
         cpu.busy_s += chunk
         if self.trace is not None:
             self.trace.append((now, cpu.id, t.tid, "run", label, chunk, rid))
-        t.cont = (remaining - chunk, block_s, total, cost, label, rid, sys_s)
+        t.cont = Continuation(remaining - chunk, block_s, total, cost, label, rid, sys_s)
         ev = self.env.timeout(chunk)
         ev.callbacks.append(lambda _e: self._chunk_end(t))
         if self.fluid:
@@ -827,7 +828,7 @@ class Kernel:
         self.n_queued += 1
 
     def _chunk_end(self, t: Thread) -> None:
-        remaining, block_s = t.cont[0], t.cont[1]
+        remaining, block_s = t.cont.remaining_s, t.cont.block_s
         if remaining > 1e-15:
             self._run_chunk(t)
             return
@@ -867,7 +868,7 @@ class Kernel:
         m = self.machine
         cont = t.cont
         if cont is not None:                 # chunks: the whole segment is in cont
-            old_total, oldx = cont[2], cont[3]
+            old_total, oldx = cont.total_s, cont.cost
         elif t.fl_rated is ev:               # re-rated before
             old_total, oldx = t.fl_total, t.fl_costx
         else:                                # the piece in flight is the whole segment
@@ -886,7 +887,7 @@ class Kernel:
             newx = (new[C_DUR], cyc, *new[2:])
         old = oldx
         w_piece = (t1 - now) / old_total
-        w_rest = cont[0] / old_total if cont is not None else 0.0
+        w_rest = cont.remaining_s / old_total if cont is not None else 0.0
         # counters of the piece in flight: its undone part at the new rates
         ctr = t.ctr
         span_new = w_piece * new_total
@@ -907,7 +908,7 @@ class Kernel:
             bd[B_CONTEND] += w * (new[C_CONTEND] - old[C_CONTEND])
             req.t_acc += w * (new_total - old_total)
         if cont is not None:
-            t.cont = (w_rest * new_total, cont[1], new_total, newx, *cont[4:])
+            t.cont = cont._replace(remaining_s=w_rest * new_total, total_s=new_total, cost=newx)
         t.fl_costx = newx
         t.fl_total = new_total
         m.flow_end(cid, now + span_new + w_rest * new_total)

@@ -181,3 +181,15 @@ def test_run_ahead_moves_the_clock_only_when_nothing_is_due_before():
     assert env.now == 2.0 and ev.callbacks == []
     env.run()
     assert env.now == 3.0
+
+
+def test_the_machine_cost_record_has_the_named_layout():
+    """Machines return SegmentCost's layout (a plain tuple on the hot path)."""
+    from warmcore.simcore.machine import IdealMachine
+    from warmcore.simcore.work import COST_FIELDS, Segment, SegmentCost
+
+    cost = SegmentCost(*IdealMachine(cores=1, ghz=2.0).execute(0, Segment(2000.0), 1, 0.0))
+    assert len(COST_FIELDS) == 11
+    assert cost.instructions == 2000.0 and cost.duration_s == pytest.approx(1e-6)
+    assert cost.compute_s == cost.duration_s
+    assert cost.reload_s == cost.coherence_s == cost.contention_s == 0.0
