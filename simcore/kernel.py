@@ -977,9 +977,9 @@ def _drive(gen):
 
     def resume(ev):
         try:
-            nxt = gen.send(ev._value)
+            nxt = gen.send(ev.value)
             while nxt.callbacks is None:      # already processed: go straight on
-                nxt = gen.send(nxt._value)
+                nxt = gen.send(nxt.value)
         except StopIteration:
             return
         nxt.callbacks.append(resume)
@@ -996,7 +996,17 @@ def fast_timeout(env, delay: float) -> Timeout:
     """``env.timeout(delay)`` for the hot path: the same Timeout in the same queue
     slot, without Timeout.__init__'s argument checks (delay is never negative
     here). It reaches into SimPy's queue (``_queue``, ``_eid``), which has been
-    stable across SimPy 3 and 4; about 0.4 us saved per segment."""
+    stable across SimPy 3 and 4; about 0.4 us saved per segment.
+
+    The engine's other uses of SimPy internals, each because no public call
+    does the same at the same cost: ``segment_done`` sets ``env._now`` (run-ahead:
+    SimPy moves the clock only by popping an event); a dispatch triggers the
+    thread's event with a delay by setting ``_ok``/``_value`` and calling the
+    public ``env.schedule`` (``Event.succeed`` schedules without delay); the
+    events above are built with ``object.__new__``. Everything else uses public
+    calls (``env.now``, ``env.peek()``, ``env.schedule``, ``Event.value``).
+    SimPy is pinned below 5 (pyproject); the kernel tests and the theory checks
+    would catch a change of these internals."""
     ev = _new(Timeout)
     ev.env = env
     ev.callbacks = []
@@ -1030,9 +1040,8 @@ def segment_done(env, delay: float) -> Event:
     one thread does most of the work, as in the saturated ``pipeline`` (about
     a tenth of the full model's time per segment).
     """
-    t = env._now + delay
-    q = env._queue
-    if not q or q[0][0] > t:
-        env._now = t
+    t = env.now + delay
+    if env.peek() > t:
+        env._now = t          # no public call moves the clock without an event
         return _ALREADY_DONE
     return fast_timeout(env, delay)
