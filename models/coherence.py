@@ -3,7 +3,7 @@
 Topology and transfer latencies
 -------------------------------
 A line moves between cores at the latency of their relation (preset fields,
-ns; defaults from MODEL.md's table, core-to-core-latency benchmark README):
+ns; defaults from docs/MODEL.md's table, core-to-core-latency benchmark README):
 SMT siblings ``c2c_smt_ns`` (7), same LLC domain ``c2c_llc_ns`` (40), other
 LLC domain on the socket (another CCX) ``c2c_cross_llc_ns`` (100), other
 socket ``c2c_socket_ns`` (130). Siblings share L1/L2, so for ordinary
@@ -45,7 +45,7 @@ and per CPU, so what the *other* CPUs contribute is total minus one's own
 
 So one CPU alone pays only hits, while dense ops from several CPUs pay a
 transfer and a queueing wait each, and the line serves about 1 / t ops per
-second however many cores contend (MODEL.md "Memory bus and coherence
+second however many cores contend (docs/MODEL.md "Memory bus and coherence
 contention"; phenomenon 3: a contended server runs faster on fewer cores).
 """
 

@@ -25,7 +25,7 @@ class Preset:
     turbo: bool = False
     freq_domain: str = "core"              # "core" or "package"
     default_governor: str = "performance"
-    transition_latency_us: float = 20.0    # MODEL.md: ~20 us
+    transition_latency_us: float = 20.0    # docs/MODEL.md: ~20 us
     # Pipeline: instructions per cycle of the reference workload with warm caches
     base_ipc: float = 1.0
     # Caches (sizes per instance: L1/L2 per core, LLC per domain), ways, latencies
@@ -54,7 +54,7 @@ class Preset:
     mem_channels: int = 2
     # OS costs (us)
     ctx_switch_us: float = 3.8             # Li, Ding, Shen, ExpCS 2007
-    futex_wake_us: float = 1.5             # MODEL.md: 1-2 us
+    futex_wake_us: float = 1.5             # docs/MODEL.md: 1-2 us
     wake_latency_idle_us: float = 30.0     # C-state exit + IPI to an idle CPU
     wake_latency_busy_us: float = 5.0      # IPI to a CPU that is awake
     # Power

@@ -67,7 +67,7 @@ class Params(BaseModel):
     offload: int = Field(default=0, ge=0)
     # Offload pool queue and task-queue CAS instructions (see thread-pool's lock_us).
     lock_us: float = Field(default=0.05, ge=0)
-    # Starting an offload pool thread (STRATEGIES.md, Loom section: ~140 us).
+    # Starting an offload pool thread (docs/STRATEGIES.md, Loom section: ~140 us).
     thread_start_us: float = Field(default=140.0, ge=0)
 
 

@@ -27,7 +27,7 @@ Overheads (explicit, zero them for pure queueing checks):
                      read-modify-write on the queue's lock line (the hardware
                      model prices it; free on the ideal machine).
     thread_start_us  starting a pool thread: ~140 us for a kernel thread start
-                     (STRATEGIES.md, Loom section), charged to the new thread.
+                     (docs/STRATEGIES.md, Loom section), charged to the new thread.
 The futex wake a hand-off needs is priced by the machine (Kernel.wake).
 
 Simplified: the adaptive strategy's ``synchronized`` state lock is free (an
@@ -64,7 +64,7 @@ class JettyParams(BaseModel):
     select_us: float = Field(default=1.0, ge=0, description='one epoll_wait returning ready keys')
     queue_us: float = Field(default=0.1, ge=0, description='one queue offer/poll or hand-off')
     thread_start_us: float = Field(default=140.0, ge=0,
-                                   description='kernel thread start (STRATEGIES.md)')
+                                   description='kernel thread start (docs/STRATEGIES.md)')
 
     @model_validator(mode="after")
     def _min_le_max(self):

@@ -77,7 +77,7 @@ class Params(BaseModel):
     # instruction tables) plus ~100 instructions; the contended part (line transfer)
     # comes from the machine model through contended_ops.
     lock_us: float = Field(default=0.05, ge=0)
-    # Starting a kernel thread (STRATEGIES.md, Loom section: ~140 us).
+    # Starting a kernel thread (docs/STRATEGIES.md, Loom section: ~140 us).
     thread_start_us: float = Field(default=140.0, ge=0)
 
 

@@ -126,7 +126,7 @@ def test_same_ops_on_four_cores_stall_more_and_finish_later_than_on_one():
     stall4, wall4 = _run(4)
     stall1, wall1 = _run(1)
     assert stall4 > 20 * stall1
-    assert wall1 < wall4          # MODEL.md phenomenon 3: faster on fewer cores
+    assert wall1 < wall4          # docs/MODEL.md phenomenon 3: faster on fewer cores
 
 
 def test_contended_line_throughput_near_one_per_transfer():

@@ -1,4 +1,4 @@
-"""MODEL.md's phenomena, on the built-in scenarios with their default parameters."""
+"""docs/MODEL.md's phenomena, on the built-in scenarios with their default parameters."""
 
 from __future__ import annotations
 

@@ -260,7 +260,7 @@ def test_same_seed_gives_the_same_result(strategy):
     assert a == b
 
 
-# -- MODEL.md phenomenon 5 on a real preset ----------------------------------------------
+# -- docs/MODEL.md phenomenon 5 on a real preset ----------------------------------------------
 
 
 def _hardware_available() -> bool:
