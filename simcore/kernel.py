@@ -218,6 +218,10 @@ class Thread:
             # Ideal machine: time is instructions x seconds per instruction, nothing else
             # (cycles are derived in counters_now). Kept inline: this is the hot path of
             # every queueing-theory run.
+            # COPIES THAT MUST STAY IN STEP: the request bookkeeping below (t_start,
+            # produced_by/consumed_by, the breakdown's dispatch and blocked_io) is
+            # also in _run_model, and the counter credits below are _credit's inlined;
+            # a helper call here cost the mmc bench about 8% (docs/architecture.md).
             ins = seg.instructions
             sys_s = self.pending_busy          # kernel work: system time
             total = ins * k.ideal_spi + sys_s
