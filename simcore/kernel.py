@@ -221,7 +221,7 @@ class Thread:
             # COPIES THAT MUST STAY IN STEP: the request bookkeeping below (t_start,
             # produced_by/consumed_by, the breakdown's dispatch and blocked_io) is
             # also in _run_model, and the counter credits below are _credit's inlined;
-            # a helper call here cost the mmc bench about 8% (docs/architecture.md).
+            # they are inlined to spare a Python call per segment on the hot path.
             ins = seg.instructions
             sys_s = self.pending_busy          # kernel work: system time
             total = ins * k.ideal_spi + sys_s
