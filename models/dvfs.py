@@ -40,7 +40,9 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable
 from numbers import Real
-from typing import ClassVar
+from typing import Annotated, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 __all__ = [
     "GOVERNORS",
@@ -167,11 +169,66 @@ def _number(gov: str, key: str, value) -> float:
     return float(value)
 
 
+class NoTunables(BaseModel):
+    """The fixed governors (performance, powersave, userspace) take no tunables."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class DbsTunables(NoTunables):
+    """What the demand-based governors share (cpufreq_governor.c's dbs_data);
+    defaults are the kernel's (sampling_rate: 10 ms, the usual transition-latency
+    based value on x86)."""
+
+    sampling_rate_us: FiniteFloat = Field(default=10000.0, gt=0,
+                                          description="cpufreq_governor.c sampling_rate")
+    up_threshold: FiniteFloat = Field(default=95.0, ge=1, le=100, description=(
+        "cpufreq_ondemand.c DEF_FREQUENCY_UP_THRESHOLD 80, 95 with idle micro-accounting"))
+    sampling_down_factor: FiniteFloat = Field(default=1.0, ge=1, le=100000,
+                                              multiple_of=1.0,
+                                              description="DEF_SAMPLING_DOWN_FACTOR 1")
+
+
+class OndemandTunables(DbsTunables):
+    pass
+
+
+class ConservativeTunables(DbsTunables):
+    up_threshold: FiniteFloat = Field(default=80.0, ge=1, le=100, description=(
+        "cpufreq_conservative.c DEF_FREQUENCY_UP_THRESHOLD"))
+    down_threshold: FiniteFloat = Field(default=20.0, ge=1, le=100, description=(
+        "cpufreq_conservative.c DEF_FREQUENCY_DOWN_THRESHOLD"))
+    freq_step: FiniteFloat = Field(default=5.0, ge=0, le=100,
+                                   description="cpufreq_conservative.c DEF_FREQUENCY_STEP (%)")
+    sampling_down_factor: FiniteFloat = Field(default=1.0, ge=1, le=10000, multiple_of=1.0,
+                                              description="MAX_SAMPLING_DOWN_FACTOR 10000")
+
+    @model_validator(mode="after")
+    def _down_below_up(self):
+        if not self.down_threshold < self.up_threshold:
+            raise ValueError(f"down_threshold: {self.down_threshold} must be below "
+                             f"up_threshold ({self.up_threshold})")
+        return self
+
+
+class SchedutilTunables(NoTunables):
+    rate_limit_us: FiniteFloat = Field(default=1000.0, gt=0, description=(
+        "cpufreq_schedutil.c rate_limit_us (transition latency based, ~1-2 ms)"))
+
+
+def _defaults(model: type[BaseModel]) -> dict[str, float]:
+    return {k: f.default for k, f in model.model_fields.items()}
+
+
 class Governor:
     """Base of the policies. Subclasses set ``name`` and ``tunables`` (defaults)."""
 
     name = "base"
-    tunables: ClassVar[dict[str, float]] = {}
+    Tunables: ClassVar[type[BaseModel]] = NoTunables
+    tunables: ClassVar[dict[str, float]] = {}       # Tunables' defaults
     fixed = True            # no sampling (period_s is None)
 
     def __init__(self, preset, params: dict | None = None):
@@ -186,14 +243,22 @@ class Governor:
         return None
 
     def _check(self, params: dict | None) -> dict:
-        p = dict(self.tunables)
-        for key, value in (params or {}).items():
-            if key not in self.tunables:
+        """The tunables, validated by the governor's pydantic model (``Tunables``):
+        ValueError("params.KEY: reason") names the first bad one."""
+        try:
+            return self.Tunables.model_validate(params or {}).model_dump()
+        except ValidationError as e:
+            err = e.errors()[0]
+            key = ".".join(str(x) for x in err["loc"])
+            msg = err["msg"]
+            if msg.startswith("Value error, "):
+                key, _, msg = msg[len("Value error, "):].partition(": ")
+            elif err["type"] == "extra_forbidden":
                 valid = ", ".join(sorted(self.tunables)) or "none"
-                raise ValueError(
-                    f"params.{key}: not a tunable of the {self.name} governor (valid: {valid})")
-            p[key] = _number(self.name, key, value)
-        return p
+                msg = f"not a tunable of the {self.name} governor (valid: {valid})"
+            else:
+                msg = f"{msg} (got {err['input']!r}, {self.name} governor)"
+            raise ValueError(f"params.{key}: {msg}") from None
 
     # Snapping, as cpufreq_frequency_table_target() does.
     def _clamp(self, khz: float) -> float:
@@ -265,32 +330,16 @@ def _load_pct(loads: list[float]) -> int:
     return min(100, max(0, math.floor(100.0 * x + 1e-9)))
 
 
-def _check_dbs_params(p: dict, max_down_factor: int) -> None:
-    """Tunables every demand-based governor shares (cpufreq_governor.c's dbs):
-    sampling rate, up threshold, sampling_down_factor (whose upper bound differs:
-    100000 for ondemand, 10000 for conservative, as in the kernel)."""
-    if p["sampling_rate_us"] <= 0:
-        raise ValueError(f"params.sampling_rate_us: {p['sampling_rate_us']} must be > 0")
-    if not 1 <= p["up_threshold"] <= 100:
-        raise ValueError(
-            f"params.up_threshold: {p['up_threshold']} must be within 1..100 (percent load)")
-    if not 1 <= p["sampling_down_factor"] <= max_down_factor or p["sampling_down_factor"] % 1:
-        raise ValueError(
-            f"params.sampling_down_factor: {p['sampling_down_factor']} must be an integer "
-            f"within 1..{max_down_factor}")
-
-
 class Ondemand(Governor):
     """cpufreq_ondemand.c: jump to max above up_threshold, else proportional."""
 
     name = "ondemand"
     fixed = False
-    tunables: ClassVar[dict[str, float]] = {
-        "sampling_rate_us": 10000.0, "up_threshold": 95.0, "sampling_down_factor": 1.0}
+    Tunables = OndemandTunables
+    tunables: ClassVar[dict[str, float]] = _defaults(OndemandTunables)
 
     def __init__(self, preset, params: dict | None = None):
         super().__init__(preset, params)
-        _check_dbs_params(self.params, 100000)
         self._rate_mult = 1
 
     @property
@@ -316,21 +365,12 @@ class Conservative(Governor):
 
     name = "conservative"
     fixed = False
-    tunables: ClassVar[dict[str, float]] = {
-        "sampling_rate_us": 10000.0, "up_threshold": 80.0, "down_threshold": 20.0,
-        "freq_step": 5.0, "sampling_down_factor": 1.0}
+    Tunables = ConservativeTunables
+    tunables: ClassVar[dict[str, float]] = _defaults(ConservativeTunables)
 
     def __init__(self, preset, params: dict | None = None):
         super().__init__(preset, params)
         p = self.params
-        _check_dbs_params(p, 10000)
-        if not 1 <= p["down_threshold"] < p["up_threshold"]:
-            raise ValueError(
-                f"params.down_threshold: {p['down_threshold']} must be >= 1 and below "
-                f"up_threshold ({p['up_threshold']})")
-        if not 0 <= p["freq_step"] <= 100:
-            raise ValueError(
-                f"params.freq_step: {p['freq_step']} must be within 0..100 (percent of max)")
         step = int(p["freq_step"] * self.max_khz // 100)
         self._step = step if step else 5 * self.max_khz // 100   # DEF_FREQUENCY_STEP
         self._requested: int | None = None
@@ -386,14 +426,11 @@ class Schedutil(Governor):
 
     name = "schedutil"
     fixed = False
-    tunables: ClassVar[dict[str, float]] = {"rate_limit_us": 1000.0}
+    Tunables = SchedutilTunables
+    tunables: ClassVar[dict[str, float]] = _defaults(SchedutilTunables)
 
     def __init__(self, preset, params: dict | None = None):
         super().__init__(preset, params)
-        if self.params["rate_limit_us"] <= 0:
-            raise ValueError(
-                f"params.rate_limit_us: {self.params['rate_limit_us']} must be > 0 (the "
-                "simulated governor is sampled every rate_limit_us)")
         self.boost = 0
 
     @property

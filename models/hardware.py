@@ -84,9 +84,8 @@ NPARTS = 12
 EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs",
            "energy")
 
-LOADS_PER_INSTRUCTION = 0.33
-CSTATE_SHALLOW_EXIT_US = 2.0
-CSTATE_DEEP_AFTER_US = 600.0
+# loads_per_instruction and the C-state knobs: models.presets.PresetExtra (defaults
+# and sources there).
 
 
 class _FixedClock:
@@ -161,7 +160,7 @@ class HardwareMachine:
         self.cpu_llc = topo.cpu_llc
         self.cpu_socket = topo.cpu_socket
         self.nominal_ips = nominal_ips(p)
-        extra = p.extra or {}
+        extra = p.extra              # models.presets.PresetExtra
 
         # clocks
         self.max_ghz = p.max_ghz
@@ -190,14 +189,14 @@ class HardwareMachine:
         self._coh = eff["caches"] and eff["coherence"]
         lb = p.line_bytes
         if self._caches:
-            l1i_ways = int(extra.get("l1i_ways", 8))
+            l1i_ways = extra.l1i_ways
             self.l1d = [CacheState(p.l1d_kib * 1024, p.l1d_ways, lb, name=f"L1d{c}")
                         for c in range(topo.n_cores)]
             self.l1i = [CacheState(p.l1i_kib * 1024, l1i_ways, lb, name=f"L1i{c}")
                         if p.l1i_kib > 0 else None for c in range(topo.n_cores)]
             # chips without a private L2 (their L2 is the LLC) mark it
             # extra["private_l2"] = False: L1 misses go straight to the LLC
-            self._has_l2 = bool(extra.get("private_l2", True))
+            self._has_l2 = extra.private_l2
             self.l2 = [CacheState(p.l2_kib * 1024, p.l2_ways, lb, name=f"L2{c}")
                        for c in range(topo.n_cores)] if self._has_l2 else self.l1d
             self.llc = [CacheState(p.llc_mib * 1024 * 1024, p.llc_ways, lb, name=f"LLC{d}")
@@ -213,7 +212,7 @@ class HardwareMachine:
         self._llc_cyc = max(0.0, p.llc_lat_cyc - p.l1_lat_cyc)
         self._inv_mlp = 1.0 / max(1e-9, p.mlp)
         self._dram_ns = p.dram_ns
-        self._lpi = float(extra.get("loads_per_instruction", LOADS_PER_INSTRUCTION))
+        self._lpi = extra.loads_per_instruction
 
         # memory bus and contended lines
         self._membus_on = eff["membus"] and self._caches
@@ -227,10 +226,9 @@ class HardwareMachine:
         self._futex_s = p.futex_wake_us * 1e-6 if sw else 0.0
         self._wake_busy_s = p.wake_latency_busy_us * 1e-6 if sw else 0.0
         self._wake_idle_s = p.wake_latency_idle_us * 1e-6 if sw else 0.0
-        shallow = p.wake_latency_busy_us + float(extra.get("cstate_shallow_exit_us",
-                                                           CSTATE_SHALLOW_EXIT_US))
+        shallow = p.wake_latency_busy_us + extra.cstate_shallow_exit_us
         self._wake_shallow_s = min(shallow, p.wake_latency_idle_us) * 1e-6 if sw else 0.0
-        self._deep_after_s = float(extra.get("cstate_deep_after_us", CSTATE_DEEP_AFTER_US)) * 1e-6
+        self._deep_after_s = extra.cstate_deep_after_us * 1e-6
 
         self._ns_llc = topo.ns_llc
 

@@ -6,65 +6,116 @@ Every figure names its source in ``sources`` (or in a comment beside it). The
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
+
+MAX_CPUS = 1024   # beyond this a run would take minutes per thousand requests
 
 
-@dataclass(frozen=True)
-class Preset:
+class PresetExtra(BaseModel):
+    """Less common machine knobs, with their defaults and sources (models.hardware)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    private_l2: bool = Field(default=True, description=(
+        "False for chips whose L2 is the last level (L1 misses go straight to the LLC)"))
+    l1i_ways: int = Field(default=8, gt=0, description="L1i associativity")
+    loads_per_instruction: float = Field(default=0.33, gt=0, le=2, description=(
+        "perf L1-dcache-loads per instruction: 16.41e9 / 49.40e9 = 0.332 in "
+        "data/measurements/jetty-8.perf.txt"))
+    cstate_shallow_exit_us: float = Field(default=2.0, ge=0, description=(
+        "intel_idle C1/C1E exit latency, added to wake_latency_busy_us"))
+    cstate_deep_after_us: float = Field(default=600.0, ge=0, description=(
+        "intel_idle C6 target residency on Skylake: idle longer, the deep exit applies"))
+
+
+class Preset(BaseModel):
+    """A CPU: topology, clocks, caches, latencies, OS costs and power. Frozen and
+    validated: an impossible value (a negative size, descending P-states) is
+    rejected with its field's name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
     name: str
     description: str
-    sources: tuple[str, ...] = ()
+    sources: tuple[str, ...] = Field(default=())
     # Topology
-    sockets: int = 1
-    cores_per_socket: int = 4
-    threads_per_core: int = 1
-    llc_domains_per_socket: int = 1        # CCX count on AMD Zen; 1 on Intel
+    sockets: int = Field(default=1, gt=0)
+    cores_per_socket: int = Field(default=4, gt=0)
+    threads_per_core: int = Field(default=1, gt=0)
+    llc_domains_per_socket: int = Field(default=1, gt=0,
+                                        description='CCX count on AMD Zen; 1 on Intel')
     # Clocks (GHz). P-states ascending; turbo is used only when ``turbo`` is on.
-    pstates_ghz: tuple[float, ...] = (1.0,)
-    turbo_ghz: float | None = None
-    turbo: bool = False
-    freq_domain: str = "core"              # "core" or "package"
-    default_governor: str = "performance"
-    transition_latency_us: float = 20.0    # docs/MODEL.md: ~20 us
+    pstates_ghz: tuple[PositiveFloat, ...] = Field(default=(1.0,))
+    turbo_ghz: float | None = Field(default=None, gt=0)
+    turbo: bool = Field(default=False)
+    freq_domain: Literal["core", "package"] = Field(default="core",
+                                                    description='"core" or "package"')
+    default_governor: str = Field(default="performance")
+    transition_latency_us: float = Field(default=20.0, ge=0, description='docs/MODEL.md: ~20 us')
     # Pipeline: instructions per cycle of the reference workload with warm caches
-    base_ipc: float = 1.0
+    base_ipc: float = Field(default=1.0, gt=0)
     # Caches (sizes per instance: L1/L2 per core, LLC per domain), ways, latencies
-    line_bytes: int = 64
-    l1d_kib: float = 32
-    l1d_ways: int = 8
-    l1i_kib: float = 32
-    l2_kib: float = 256
-    l2_ways: int = 8
-    llc_mib: float = 8
-    llc_ways: int = 16
-    l1_lat_cyc: float = 4
-    l2_lat_cyc: float = 12
-    llc_lat_cyc: float = 42
-    dram_ns: float = 80.0                  # idle DRAM latency
-    mlp: float = 1.75                      # memory-level parallelism of misses
+    line_bytes: int = Field(default=64, gt=0)
+    l1d_kib: float = Field(default=32, gt=0)
+    l1d_ways: int = Field(default=8, gt=0)
+    l1i_kib: float = Field(default=32, ge=0)
+    l2_kib: float = Field(default=256, ge=0)
+    l2_ways: int = Field(default=8, gt=0)
+    llc_mib: float = Field(default=8, gt=0)
+    llc_ways: int = Field(default=16, gt=0)
+    l1_lat_cyc: float = Field(default=4, gt=0)
+    l2_lat_cyc: float = Field(default=12, ge=0)
+    llc_lat_cyc: float = Field(default=42, ge=0)
+    dram_ns: float = Field(default=80.0, ge=0, description='idle DRAM latency')
+    mlp: float = Field(default=1.75, gt=0, description='memory-level parallelism of misses')
     # Core-to-core line transfer latencies (ns)
-    c2c_smt_ns: float = 7.0
-    c2c_llc_ns: float = 40.0
-    c2c_cross_llc_ns: float = 100.0
-    c2c_socket_ns: float = 130.0
+    c2c_smt_ns: float = Field(default=7.0, ge=0)
+    c2c_llc_ns: float = Field(default=40.0, ge=0)
+    c2c_cross_llc_ns: float = Field(default=100.0, ge=0)
+    c2c_socket_ns: float = Field(default=130.0, ge=0)
     # SMT: total core throughput for k busy hardware threads, k = 1..threads_per_core
-    smt_throughput: tuple[float, ...] = (1.0,)
+    smt_throughput: tuple[PositiveFloat, ...] = Field(default=(1.0,))
     # Memory
-    mem_bw_gbs: float = 20.0               # per socket
-    mem_channels: int = 2
+    mem_bw_gbs: float = Field(default=20.0, gt=0, description='per socket')
+    mem_channels: int = Field(default=2, gt=0)
     # OS costs (us)
-    ctx_switch_us: float = 3.8             # Li, Ding, Shen, ExpCS 2007
-    futex_wake_us: float = 1.5             # docs/MODEL.md: 1-2 us
-    wake_latency_idle_us: float = 30.0     # C-state exit + IPI to an idle CPU
-    wake_latency_busy_us: float = 5.0      # IPI to a CPU that is awake
+    ctx_switch_us: float = Field(default=3.8, ge=0, description='Li, Ding, Shen, ExpCS 2007')
+    futex_wake_us: float = Field(default=1.5, ge=0, description='docs/MODEL.md: 1-2 us')
+    wake_latency_idle_us: float = Field(default=30.0, ge=0,
+                                        description='C-state exit + IPI to an idle CPU')
+    wake_latency_busy_us: float = Field(default=5.0, ge=0, description='IPI to a CPU that is awake')
     # Power
-    static_w_per_core: float = 1.0
-    package_static_w: float = 5.0
-    dyn_w_per_core_max: float = 10.0       # dynamic power of one busy core at max clock
-    v_min: float = 0.8
-    v_max: float = 1.2
-    tdp_w: float | None = None             # per socket, at base clock (None: not applicable)
-    extra: dict = field(default_factory=dict)
+    static_w_per_core: float = Field(default=1.0, ge=0)
+    package_static_w: float = Field(default=5.0, ge=0)
+    dyn_w_per_core_max: float = Field(default=10.0, ge=0,
+                                      description='dynamic power of one busy core at max clock')
+    v_min: float = Field(default=0.8, ge=0)
+    v_max: float = Field(default=1.2, ge=0)
+    tdp_w: float | None = Field(default=None, gt=0,
+                                description='per socket, at base clock (None: not applicable)')
+    extra: PresetExtra = Field(default_factory=lambda: PresetExtra(),
+                                description="less common knobs (PresetExtra)")
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if not self.pstates_ghz or list(self.pstates_ghz) != sorted(self.pstates_ghz):
+            raise ValueError(f"pstates_ghz: must be positive and ascending "
+                             f"(got {list(self.pstates_ghz)})")
+        if len(self.smt_throughput) != self.threads_per_core or self.smt_throughput[0] != 1.0:
+            raise ValueError(f"smt_throughput: needs one total per busy thread count "
+                             f"1..{self.threads_per_core}, starting at 1.0 "
+                             f"(got {list(self.smt_throughput)})")
+        if self.v_min > self.v_max:
+            raise ValueError(f"v_min: {self.v_min} is above v_max {self.v_max}")
+        if self.llc_domains_per_socket > self.cores_per_socket:
+            raise ValueError(f"llc_domains_per_socket: {self.llc_domains_per_socket} LLC "
+                             f"domains for {self.cores_per_socket} cores")
+        if self.n_cpus > MAX_CPUS:
+            raise ValueError(f"cores_per_socket: {self.n_cpus} CPUs is more than warmcore "
+                             f"simulates (at most {MAX_CPUS})")
+        return self
 
     @property
     def n_cpus(self) -> int:
@@ -260,7 +311,7 @@ T1000 = Preset(
     ctx_switch_us=6.0, futex_wake_us=3.0, wake_latency_idle_us=10.0, wake_latency_busy_us=5.0,
     static_w_per_core=2.5, package_static_w=20.0, dyn_w_per_core_max=3.0,
     v_min=1.3, v_max=1.3, tdp_w=72.0,
-    extra={"private_l2": False},
+    extra=PresetExtra(private_l2=False),
 )
 
 LAPTOP_2007 = Preset(
@@ -285,7 +336,7 @@ LAPTOP_2007 = Preset(
     ctx_switch_us=3.8, futex_wake_us=2.5, wake_latency_idle_us=60.0, wake_latency_busy_us=6.0,
     static_w_per_core=2.0, package_static_w=2.0, dyn_w_per_core_max=20.0,
     v_min=0.988, v_max=1.34, tdp_w=27.0,
-    extra={"private_l2": False},
+    extra=PresetExtra(private_l2=False),
 )
 
 CORE2_QUAD = Preset(
@@ -314,7 +365,7 @@ CORE2_QUAD = Preset(
     ctx_switch_us=3.8, futex_wake_us=2.0, wake_latency_idle_us=50.0, wake_latency_busy_us=6.0,
     static_w_per_core=4.0, package_static_w=10.0, dyn_w_per_core_max=16.0,
     v_min=1.1, v_max=1.3, tdp_w=95.0,
-    extra={"private_l2": False},
+    extra=PresetExtra(private_l2=False),
 )
 
 XEON_SP = Preset(
@@ -476,38 +527,20 @@ def nominal_ips(preset: Preset) -> float:
     return preset.base_ipc * preset.pstates_ghz[-1] * 1e9
 
 
-MAX_CPUS = 1024   # beyond this a run would take minutes per thousand requests
-
-_POSITIVE = ("sockets", "cores_per_socket", "threads_per_core", "llc_domains_per_socket",
-             "base_ipc", "line_bytes", "l1d_kib", "l1d_ways", "l2_ways", "llc_mib", "llc_ways",
-             "l1_lat_cyc", "mlp", "mem_bw_gbs", "mem_channels")
-_NON_NEGATIVE = ("transition_latency_us", "l1i_kib", "l2_kib", "l2_lat_cyc", "llc_lat_cyc",
-                 "dram_ns", "c2c_smt_ns", "c2c_llc_ns", "c2c_cross_llc_ns", "c2c_socket_ns",
-                 "ctx_switch_us", "futex_wake_us", "wake_latency_idle_us",
-                 "wake_latency_busy_us", "static_w_per_core", "package_static_w",
-                 "dyn_w_per_core_max", "v_min", "v_max")
-
-
 def check_preset(p: Preset) -> None:
-    """Raise ValueError("FIELD: reason") if a (possibly overridden) preset is impossible."""
-    for name in _POSITIVE:
-        if not getattr(p, name) > 0:
-            raise ValueError(f"{name}: must be positive (got {getattr(p, name)!r})")
-    for name in _NON_NEGATIVE:
-        if not getattr(p, name) >= 0:
-            raise ValueError(f"{name}: must not be negative (got {getattr(p, name)!r})")
-    if not p.pstates_ghz or any(f <= 0 for f in p.pstates_ghz) or \
-            list(p.pstates_ghz) != sorted(p.pstates_ghz):
-        raise ValueError(f"pstates_ghz: must be positive and ascending (got {p.pstates_ghz!r})")
-    if len(p.smt_throughput) != p.threads_per_core or p.smt_throughput[0] != 1.0:
-        raise ValueError(f"smt_throughput: needs one total per busy thread count "
-                         f"1..{p.threads_per_core}, starting at 1.0 (got {p.smt_throughput!r})")
-    if p.freq_domain not in ("core", "package"):
-        raise ValueError(f"freq_domain: must be 'core' or 'package' (got {p.freq_domain!r})")
-    if p.n_cpus > MAX_CPUS:
-        raise ValueError(f"cores_per_socket: {p.n_cpus} CPUs is more than warmcore "
-                         f"simulates (at most {MAX_CPUS})")
+    """Raise pydantic's ValidationError if a preset is impossible (the model validates
+    on construction; this re-checks one built elsewhere)."""
+    Preset.model_validate(p.model_dump())
 
 
 def with_overrides(preset: Preset, **changes) -> Preset:
-    return replace(preset, **changes)
+    """A new, validated preset with ``changes`` (lists become tuples, ``extra`` a
+    PresetExtra); pydantic's ValidationError names the field if one is impossible."""
+    data = preset.model_dump()
+    for key, value in changes.items():
+        if isinstance(value, list):
+            value = tuple(value)
+        if key == "extra" and isinstance(value, dict):
+            value = {**data["extra"], **value}
+        data[key] = value
+    return Preset.model_validate(data)

@@ -11,7 +11,7 @@ import copy
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -58,8 +58,8 @@ class MachineCfg(Strict):
                                       description="the userspace governor's fixed clock")
     turbo: bool | None = None
     governor_params: dict[str, float] = {}
-    overrides: dict[str, bool | int | float | str | list[float]] = Field(
-        default={}, description='any Preset field')
+    overrides: dict[str, Any] = Field(
+        default={}, description='any Preset field (models.presets.Preset, validated there)')
     effects: Effects = Effects()
 
 

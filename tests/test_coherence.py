@@ -11,7 +11,8 @@ from warmcore.models.presets import Preset
 
 ZEN = Preset(name="test-zen", description="2 sockets x 8 cores x 2 threads, 2 CCX per socket",
              sockets=2, cores_per_socket=8, threads_per_core=2, llc_domains_per_socket=2,
-             c2c_smt_ns=7.0, c2c_llc_ns=20.0, c2c_cross_llc_ns=90.0, c2c_socket_ns=150.0)
+             c2c_smt_ns=7.0, c2c_llc_ns=20.0, c2c_cross_llc_ns=90.0, c2c_socket_ns=150.0,
+             smt_throughput=(1.0, 1.25))   # a valid preset needs a total per thread count
 QUAD = Preset(name="test-quad", description="4 cores, one LLC", cores_per_socket=4,
               c2c_llc_ns=40.0)
 HIT = 4 / 3e9

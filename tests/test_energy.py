@@ -15,7 +15,7 @@ from warmcore.models.presets import Preset, get_preset, with_overrides
 # Linux numbering: cpu 0,2 = core 0; cpu 1,3 = core 1 (sibling of cpu N is N + 2).
 SMT2 = Preset(
     name="smt2", description="test machine", sources=("test",),
-    cores_per_socket=2, threads_per_core=2, pstates_ghz=(1.0, 2.0),
+    cores_per_socket=2, threads_per_core=2, pstates_ghz=(1.0, 2.0), smt_throughput=(1.0, 1.25),
     static_w_per_core=1.0, package_static_w=5.0, dyn_w_per_core_max=10.0, v_min=0.8, v_max=1.2,
 )
 

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import simpy
+from pydantic import ValidationError
 from scipy import stats
 
 from warmcore.simcore.config import ConfigError, Scenario
@@ -24,7 +25,7 @@ QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
 
 
 def build_machine(cfg: Scenario):
-    from warmcore.models.presets import check_preset, get_preset, with_overrides
+    from warmcore.models.presets import get_preset, with_overrides
 
     m = cfg.machine
     try:
@@ -45,22 +46,10 @@ def build_machine(cfg: Scenario):
     if m.turbo is not None:
         changes["turbo"] = m.turbo
     if changes:
-        fields = set(preset.__dataclass_fields__)
-        for k in changes:
-            if k not in fields:
-                raise ConfigError(f"machine.overrides.{k}", "not a preset parameter")
         try:
             preset = with_overrides(preset, **changes)
-        except (TypeError, ValueError) as e:
-            raise ConfigError("machine.overrides", str(e)) from None
-    try:
-        check_preset(preset)
-    except ValueError as e:
-        field, _, reason = str(e).partition(": ")
-        where = {"cores_per_socket": "machine.cores", "threads_per_core":
-                 "machine.threads_per_core", "sockets": "machine.sockets"}.get(
-                     field, f"machine.overrides.{field}")
-        raise ConfigError(where, reason) from None
+        except ValidationError as e:
+            raise _preset_error(e) from None
     default_on = preset.name != "ideal"
     effects = {e: (getattr(m.effects, e) if getattr(m.effects, e) is not None else default_on)
                for e in EFFECTS}
@@ -90,6 +79,34 @@ def build_machine(cfg: Scenario):
         raise ConfigError(field, reason) from None
 
 
+
+
+# Preset fields that the scenario sets through a machine key of its own.
+_PRESET_FIELD_KEYS = {"cores_per_socket": "machine.cores",
+                      "threads_per_core": "machine.threads_per_core",
+                      "sockets": "machine.sockets", "turbo": "machine.turbo"}
+
+
+def _preset_error(e: ValidationError) -> ConfigError:
+    """The first error of a preset's validation, at the path the user wrote."""
+    err = e.errors()[0]
+    loc = [str(x) for x in err["loc"] if not isinstance(x, int)]
+    msg = err["msg"]
+    if msg.startswith("Value error, "):          # a model validator: "field: reason"
+        msg = msg[len("Value error, "):]
+        head, sep, tail = msg.partition(": ")
+        if sep and " " not in head:
+            loc, msg = [head], tail
+    if err["type"] == "extra_forbidden":
+        msg = "not a preset parameter"
+    elif err["type"] == "tuple_type":
+        msg = "should be a list of numbers"
+    elif err["type"] == "model_type":
+        msg = "should be a table"
+    elif "input" in err and err["type"] != "missing" and not isinstance(err["input"], dict):
+        msg = f"{msg} (got {err['input']!r})"
+    field = ".".join(loc)
+    return ConfigError(_PRESET_FIELD_KEYS.get(field, f"machine.overrides.{field}"), msg)
 
 
 def _stretch_smt(curve, k):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import types
 import typing
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -162,6 +163,7 @@ def _strategy_params(sc: Scenario) -> list[Parameter]:
 
 
 def _governor_params(sc: Scenario) -> list[Parameter]:
+    """machine.governor_params.*: the governor's tunables (its pydantic ``Tunables``)."""
     from warmcore.models.dvfs import GOVERNORS
     from warmcore.models.presets import get_preset
 
@@ -169,27 +171,30 @@ def _governor_params(sc: Scenario) -> list[Parameter]:
     gov = GOVERNORS.get(name)
     if gov is None:
         return []
-    return [Parameter(path=f"machine.governor_params.{k}", type="float", default=v,
-                      value=sc.machine.governor_params.get(k, v), unit=_unit(k), ge=0,
-                      source=f"Linux cpufreq {name} default", section="machine")
-            for k, v in gov.tunables.items()]
+    return [_from_field(f"machine.governor_params.{k}", info,
+                        sc.machine.governor_params.get(k, info.default),
+                        source=f"Linux cpufreq {name}")
+            for k, info in gov.Tunables.model_fields.items()]
 
 
 def _preset_params(sc: Scenario) -> list[Parameter]:
-    import dataclasses
-
+    """machine.overrides.*: every field of the preset (models.presets.Preset), its
+    range from the model, its default the preset's own value."""
     from warmcore.models.presets import get_preset
 
     preset = get_preset(sc.machine.preset)
-    hints = typing.get_type_hints(type(preset))
     src = "; ".join(preset.sources) or f"preset {preset.name}"
+    overrides = sc.machine.overrides
     out = []
-    for f in dataclasses.fields(preset):
-        if f.name in ("name", "description", "sources", "extra"):
-            continue
-        value = sc.machine.overrides.get(f.name, getattr(preset, f.name))
-        kind = _kind(hints[f.name])[0]
-        out.append(Parameter(path=f"machine.overrides.{f.name}", type=kind,
-                             default=getattr(preset, f.name), value=value, unit=_unit(f.name),
-                             source=f"preset {preset.name}: {src}", section="machine"))
+    for model, obj, prefix, given in (
+            (type(preset), preset, "machine.overrides.", overrides),
+            (type(preset.extra), preset.extra, "machine.overrides.extra.",
+             overrides.get("extra") or {})):
+        for name, info in model.model_fields.items():
+            if name in ("name", "description", "sources", "extra"):
+                continue
+            p = _from_field(prefix + name, info, given.get(name, getattr(obj, name)))
+            out.append(dataclasses.replace(
+                p, default=getattr(obj, name), section="machine",
+                source=f"preset {preset.name}: " + (info.description or src)))
     return out
