@@ -30,3 +30,13 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
                      "warmcore/simcore/scenarios/pipeline.toml"):
         assert expected in names
     assert not any(n.startswith(("tests/", "setup.py", "bench/")) for n in names)
+
+
+def test_import_from_the_top_of_a_checkout_finds_the_mapped_folders():
+    """Python started in the checkout finds warmcore/ there before any installed copy;
+    the folders pyproject maps into the namespace must still be found."""
+    code = ("import warmcore, warmcore.simcore.kernel as k, warmcore.models.smt as m; "
+            "print(k.__file__); print(m.__file__)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == [str(ROOT / "simcore" / "kernel.py"), str(ROOT / "models" / "smt.py")]

@@ -18,6 +18,16 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+# In a source checkout, Python started at the repository's top finds this folder
+# before the installed package; the folders that pyproject maps into the namespace
+# (simcore/, models/, strategies/, calibration/, app.py) then live beside it, not in
+# it. Searching the checkout's top as well finds them, so ``import warmcore`` works
+# there as it does installed (then running the checkout's own sources).
+_here = Path(__file__).resolve().parent
+if not (_here / "simcore").is_dir() and (_here.parent / "simcore" / "kernel.py").is_file():
+    __path__.append(str(_here.parent))
 
 try:
     __version__ = version("warmcore")
