@@ -56,19 +56,25 @@ RUN_ALL_TASKS_CHECK = 64   # SingleThreadEventExecutor.runAllTasks: nanoTime() e
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    # MultithreadEventLoopGroup.DEFAULT_EVENT_LOOP_THREADS: 2 x cores (None = that).
-    loops: int | None = Field(default=None, gt=0)
-    # One epoll_wait per loop pass (~1 us: syscall entry/exit plus the ready-list scan
-    # and copy-out; lmbench null-syscall 0.1-0.5 us depending on CPU and mitigations).
-    epoll_us: float = Field(default=1.0, ge=0)
-    # NioEventLoop ioRatio (percent of loop time for I/O versus tasks), 1..100.
-    io_ratio: int = Field(default=50, gt=0, le=100)
-    # Threads of the pool blocking handlers are offloaded to; 0 = run them inline.
-    offload: int = Field(default=0, ge=0)
-    # Offload pool queue and task-queue CAS instructions (see thread-pool's lock_us).
-    lock_us: float = Field(default=0.05, ge=0)
-    # Starting an offload pool thread (docs/STRATEGIES.md, Loom section: ~140 us).
-    thread_start_us: float = Field(default=140.0, ge=0)
+    loops: int | None = Field(default=None, gt=0, description=(
+        'MultithreadEventLoopGroup.DEFAULT_EVENT_LOOP_THREADS: 2 x cores (None = that).'
+    ))
+    epoll_us: float = Field(default=1.0, ge=0, description=(
+        'One epoll_wait per loop pass (~1 us: syscall entry/exit plus the ready-list scan and '
+        'copy-out; lmbench null-syscall 0.1-0.5 us depending on CPU and mitigations).'
+    ))
+    io_ratio: int = Field(default=50, gt=0, le=100, description=(
+        'NioEventLoop ioRatio (percent of loop time for I/O versus tasks), 1..100.'
+    ))
+    offload: int = Field(default=0, ge=0, description=(
+        'Threads of the pool blocking handlers are offloaded to; 0 = run them inline.'
+    ))
+    lock_us: float = Field(default=0.05, ge=0, description=(
+        "Offload pool queue and task-queue CAS instructions (see thread-pool's lock_us)."
+    ))
+    thread_start_us: float = Field(default=140.0, ge=0, description=(
+        'Starting an offload pool thread (docs/STRATEGIES.md, Loom section: ~140 us).'
+    ))
 
 
 class _Loop:

@@ -59,26 +59,33 @@ REGISTERED, READY, PROCESSING = "registered", "ready", "processing"
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    # Tomcat 9 NioEndpoint: one poller (pollerThreadCount fixed at 1 since 9.0.x; 8.5
-    # defaulted to min(2, cpus) until it was aligned with 9.0).
-    pollers: int = Field(default=1, gt=0)
-    # AbstractEndpoint maxThreads 200, minSpareThreads 10 (the executor's core size).
-    workers: int = Field(default=200, gt=0)
-    min_spare: int = Field(default=10, ge=0)
-    # One epoll_wait syscall per poller pass (~1 us: syscall entry/exit plus the
-    # ready-list scan and copy-out; lmbench null-syscall 0.1-0.5 us depending on the
-    # CPU and Spectre/Meltdown mitigations).
-    epoll_us: float = Field(default=1.0, ge=0)
-    # One epoll_ctl per interest change (JDK EPollSelectorImpl.processUpdateQueue):
-    # processKey clears OP_READ, the worker's re-registration sets it again.
-    epoll_ctl_us: float = Field(default=0.5, ge=0)
-    # Instructions of one lock acquisition + queue operation (ReentrantLock CAS, AQS
-    # bookkeeping, node link): ~20 cycles for an uncontended LOCK CMPXCHG (Agner Fog's
-    # instruction tables) plus ~100 instructions; the contended part (line transfer)
-    # comes from the machine model through contended_ops.
-    lock_us: float = Field(default=0.05, ge=0)
-    # Starting a kernel thread (docs/STRATEGIES.md, Loom section: ~140 us).
-    thread_start_us: float = Field(default=140.0, ge=0)
+    pollers: int = Field(default=1, gt=0, description=(
+        'Tomcat 9 NioEndpoint: one poller (pollerThreadCount fixed at 1 since 9.0.x; 8.5 '
+        'defaulted to min(2, cpus) until it was aligned with 9.0).'
+    ))
+    workers: int = Field(default=200, gt=0, description=(
+        "AbstractEndpoint maxThreads 200, minSpareThreads 10 (the executor's core size)."
+    ))
+    min_spare: int = Field(default=10, ge=0, description=(
+        "AbstractEndpoint minSpareThreads 10 (the executor's core size)."))
+    epoll_us: float = Field(default=1.0, ge=0, description=(
+        'One epoll_wait syscall per poller pass (~1 us: syscall entry/exit plus the '
+        'ready-list scan and copy-out; lmbench null-syscall 0.1-0.5 us depending on the CPU '
+        'and Spectre/Meltdown mitigations).'
+    ))
+    epoll_ctl_us: float = Field(default=0.5, ge=0, description=(
+        'One epoll_ctl per interest change (JDK EPollSelectorImpl.processUpdateQueue): '
+        "processKey clears OP_READ, the worker's re-registration sets it again."
+    ))
+    lock_us: float = Field(default=0.05, ge=0, description=(
+        'Instructions of one lock acquisition + queue operation (ReentrantLock CAS, AQS '
+        "bookkeeping, node link): ~20 cycles for an uncontended LOCK CMPXCHG (Agner Fog's "
+        'instruction tables) plus ~100 instructions; the contended part (line transfer) comes '
+        'from the machine model through contended_ops.'
+    ))
+    thread_start_us: float = Field(default=140.0, ge=0, description=(
+        'Starting a kernel thread (docs/STRATEGIES.md, Loom section: ~140 us).'
+    ))
 
 
 class _Poller:
