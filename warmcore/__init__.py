@@ -42,6 +42,7 @@ _EXPORTS = {
     "compare": "warmcore.api",
     "frame": "warmcore.api",
     "parameters": "warmcore.params",
+    "sweep": "warmcore.sweeps",
     "Parameter": "warmcore.params",
 }
 

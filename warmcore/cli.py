@@ -42,6 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
                       help="comma-separated strategy names, e.g. pc,pec,epc")
     cmp_.add_argument("--load", help="comma-separated offered loads to sweep (open-loop "
                       "req/s, or closed-loop clients); prints each latency curve and knee")
+    sw = sub.add_parser("sweep", help="run a parameter sweep (docs/sweeps.md)")
+    sw.add_argument("spec", help="sweep spec (TOML)")
+    sw.add_argument("--out", required=True, help="output directory (Parquet part files)")
+    sw.add_argument("--workers", type=int, help="local worker processes (default: all CPUs)")
+    sw.add_argument("--scheduler", help="a dask.distributed scheduler, tcp://HOST:PORT "
+                    "(or $WARMCORE_SCHEDULER)")
+    sw.add_argument("--overwrite", action="store_true",
+                    help="replace the output of a different spec")
+    sw.add_argument("--retry-failed", action="store_true", help="rerun the failed points")
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
     sub.add_parser("scenarios", help="list the built-in scenarios")
     sub.add_parser("presets", help="list the CPU presets")
     sub.add_parser("strategies", help="list the execution strategies")
@@ -127,6 +137,28 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from warmcore.sweeps import load_spec, points, sweep
+
+    spec = load_spec(args.spec)
+    bar = None
+    if not args.quiet and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        total = sum(1 for _ in points(spec)) * spec.replications
+        bar = tqdm(total=total, unit="run", file=sys.stderr)
+    try:
+        counts = sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler,
+                       overwrite=args.overwrite, retry_failed=args.retry_failed,
+                       progress=bar.update if bar else None)
+    finally:
+        if bar:
+            bar.close()
+    print(f"{counts['rows_written']} rows written, {counts['rows_skipped']} already there, "
+          f"{counts['rows_failed']} failed -> {args.out}")
+    return 0
+
+
 def cmd_scenarios(args) -> int:
     for name in builtin_names():
         d = read_scenario_dict(name)
@@ -152,7 +184,8 @@ def cmd_strategies(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "compare": cmd_compare, "scenarios": cmd_scenarios,
+COMMANDS = {"run": cmd_run, "compare": cmd_compare, "sweep": cmd_sweep,
+            "scenarios": cmd_scenarios,
             "presets": cmd_presets,
             "strategies": cmd_strategies}
 

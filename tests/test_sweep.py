@@ -1,0 +1,207 @@
+"""Batch sweeps: identical rows whoever runs them (1 or 2 local workers, a Dask
+LocalCluster, a real dask scheduler and worker), resumable after SIGKILL, failed
+points recorded and retried, bad specs refused with one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from warmcore.cli import main
+from warmcore.sweeps import load_spec, read_results, sweep
+
+SPEC = """
+scenario = "mmc"
+set = ["run.requests=200"]
+replications = 2
+batch = 2
+metrics = ["throughput_rps", "latency_us.p99", "requests"]
+[axes]
+"machine.cores" = [1, 2, 4]
+"workload.rate_per_s" = {{start = 500.0, stop = 900.0, num = {num}}}
+"""
+
+
+def write_spec(tmp_path: Path, num: int = 2, text: str | None = None) -> Path:
+    p = tmp_path / "spec.toml"
+    p.write_text(text if text is not None else SPEC.format(num=num))
+    return p
+
+
+def rows(out: Path):
+    df = read_results(out)
+    return df.sort_values(["point_id", "replication"]).reset_index(drop=True)
+
+
+def test_rows_are_the_same_with_one_or_two_workers_and_on_a_local_dask_cluster(tmp_path):
+    spec = write_spec(tmp_path)
+    sweep(spec, tmp_path / "one", workers=1)
+    sweep(spec, tmp_path / "two", workers=2)
+    a, b = rows(tmp_path / "one"), rows(tmp_path / "two")
+    assert len(a) == 3 * 2 * 2 and a.equals(b)
+    assert a["error"].isna().all() and (a["requests"] == 200).all()
+    assert a["seed"].nunique() == len(a)
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, host="127.0.0.1") as cluster:
+        sweep(spec, tmp_path / "dask", scheduler=cluster.scheduler_address)
+    assert rows(tmp_path / "dask").equals(a)
+
+
+def test_a_point_s_rows_do_not_depend_on_the_other_points(tmp_path):
+    """Seeds come from the spec and the point: a point run alone gives its rows."""
+    sweep(write_spec(tmp_path), tmp_path / "all", workers=1)
+    full = rows(tmp_path / "all")
+    assert full.groupby("point_id")["seed"].nunique().eq(2).all()
+    again = rows(tmp_path / "all")
+    assert again.equals(full)
+
+
+def test_rerun_skips_finished_points(tmp_path, monkeypatch):
+    spec = write_spec(tmp_path)
+    count = tmp_path / "count"
+    monkeypatch.setenv("WARMCORE_SWEEP_COUNT", str(count))
+    first = sweep(spec, tmp_path / "out", workers=1)
+    second = sweep(spec, tmp_path / "out", workers=1)
+    assert first["rows_written"] == 12 and second == {"rows_written": 0, "rows_failed": 0,
+                                                      "rows_skipped": 12}
+    assert len(count.read_text().split()) == 12
+
+
+def test_sigkill_of_the_driver_loses_nothing_finished(tmp_path):
+    spec = write_spec(tmp_path, num=40)            # 3 x 40 points x 2 replications
+    out, count = tmp_path / "out", tmp_path / "count"
+    env = dict(os.environ, WARMCORE_SWEEP_COUNT=str(count))
+    cmd = [sys.executable, "-m", "warmcore.cli", "sweep", str(spec), "--out", str(out),
+           "--workers", "2", "--quiet"]
+    p = subprocess.Popen(cmd, env=env, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list(out.glob("part-*.parquet"))) < 3:
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGKILL)                # the driver and its pool
+    p.wait()
+    before = rows(out)
+    assert 0 < len(before) < 240
+    ran_before = len(count.read_text().split())
+    subprocess.run(cmd, env=env, check=True, capture_output=True)
+    after = rows(out)
+    assert len(after) == 240 and not after.duplicated(["point_id", "replication"]).any()
+    ran_after = len(count.read_text().split())
+    # Nothing finished was recomputed: the rerun ran exactly the rows that were missing
+    # (plus those of batches in flight when killed, which had not been written).
+    assert ran_after - ran_before == 240 - len(before)
+
+
+def test_a_failing_point_is_recorded_and_retried(tmp_path):
+    trace = tmp_path / "arrivals.txt"
+    scenario = tmp_path / "trace.toml"
+    scenario.write_text(f"""
+name = "trace"
+[workload]
+kind = "open"
+arrival = "trace"
+trace_file = "{trace}"
+[run]
+requests = 50
+""")
+    spec = write_spec(tmp_path, text=f"""
+scenario = "{scenario}"
+[axes]
+"workload.service_us" = [10.0, 20.0]
+""")
+    out = tmp_path / "out"
+    counts = sweep(spec, out, workers=1)
+    df = rows(out)
+    assert counts["rows_failed"] == 2 and df["error"].str.contains("trace").all()
+    trace.write_text("\n".join(str(i * 1e-4) for i in range(200)))
+    assert sweep(spec, out, workers=1)["rows_written"] == 0       # not retried unasked
+    counts = sweep(spec, out, workers=1, retry_failed=True)
+    df = rows(out)
+    assert counts["rows_written"] == 2 and len(df) == 2 and df["error"].isna().all()
+
+
+def test_another_spec_against_the_same_output_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    sweep(write_spec(tmp_path), out, workers=1)
+    (tmp_path / "x").mkdir()
+    other = write_spec(tmp_path / "x", num=3)
+    assert main(["sweep", str(other), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "another spec" in err[0]
+    assert main(["sweep", str(other), "--out", str(out), "--quiet", "--overwrite",
+                 "--workers", "1"]) == 0
+    assert len(rows(out)) == 3 * 3 * 2
+
+
+@pytest.mark.parametrize("axes, words", [
+    ('"machine.nope" = [1, 2]', "machine.nope: not a parameter"),
+    ('"machine.cores" = []', "empty axis"),
+    ('"machine.cores" = ["four"]', "machine.cores"),
+    ('"machine.cores" = [0]', "machine.cores: 0"),
+    ('"workload.rate_per_s" = {start = 1.0, stop = 5.0, step = 0.0}', "greater than 0"),
+    ('"run.warmup" = [1.5]', "run.warmup"),
+])
+def test_bad_specs_get_one_line_and_exit_2(tmp_path, capsys, axes, words):
+    spec = write_spec(tmp_path, text=f'scenario = "mmc"\n[axes]\n{axes}\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+
+
+def test_a_scheduler_that_does_not_answer_is_one_line(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("distributed")
+    monkeypatch.setattr("warmcore.executor.CONNECT_TIMEOUT_S", 2)
+    port = _free_port()
+    code = main(["sweep", str(write_spec(tmp_path)), "--out", str(tmp_path / "out"),
+                 "--quiet", "--scheduler", f"tcp://127.0.0.1:{port}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "no Dask scheduler answers" in err[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_real_dask_scheduler_and_worker_on_loopback(tmp_path):
+    pytest.importorskip("distributed")
+    port = _free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    bindir = Path(sys.executable).parent
+    sched = subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1",
+                              "--port", str(port), "--no-dashboard"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([str(bindir / "dask"), "worker", addr, "--nworkers", "1",
+                               "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        spec = write_spec(tmp_path)
+        p = subprocess.run([sys.executable, "-m", "warmcore.cli", "sweep", str(spec),
+                            "--out", str(tmp_path / "dask"), "--scheduler", addr, "--quiet"],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        sweep(spec, tmp_path / "local", workers=1)
+        assert rows(tmp_path / "dask").equals(rows(tmp_path / "local"))
+    finally:
+        for proc in (worker, sched):
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def test_spec_loads_and_counts_its_points(tmp_path):
+    from warmcore.sweeps import points
+
+    spec = load_spec(write_spec(tmp_path, num=5))
+    assert sum(1 for _ in points(spec)) == 15

@@ -1,0 +1,56 @@
+"""Where simulations run: a local process pool by default, a dask.distributed
+cluster by address. Sweeps (and later calibration) submit plain functions of
+picklable arguments and take the results as they complete.
+
+    with make_executor(workers=2) as ex:                 # local processes
+    with make_executor(scheduler="tcp://10.0.0.5:8786")  # an existing Dask cluster
+
+Both are ``concurrent.futures.Executor``s (Dask's ``Client.get_executor()``), so
+callers use ``submit`` and ``concurrent.futures.as_completed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from concurrent.futures import Executor, ProcessPoolExecutor
+
+from warmcore.simcore.config import ConfigError
+
+SCHEDULER_ENV = "WARMCORE_SCHEDULER"
+CONNECT_TIMEOUT_S = 10
+
+
+@contextlib.contextmanager
+def make_executor(workers: int | None = None, scheduler: str | None = None):
+    """A local pool of ``workers`` processes (default: the CPUs available), or the
+    Dask cluster at ``scheduler`` (or $WARMCORE_SCHEDULER)."""
+    scheduler = scheduler or os.environ.get(SCHEDULER_ENV)
+    if scheduler:
+        with _dask_executor(scheduler) as ex:
+            yield ex
+        return
+    if workers is not None and workers < 1:
+        raise ConfigError("--workers", "must be at least 1")
+    n = workers or len(os.sched_getaffinity(0))
+    with ProcessPoolExecutor(max_workers=n) as ex:
+        yield ex
+
+
+@contextlib.contextmanager
+def _dask_executor(address: str):
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ConfigError("--scheduler", "needs dask.distributed: pip install "
+                          "'warmcore[dist]'") from None
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+    except (OSError, TimeoutError) as e:
+        raise ConfigError("--scheduler", f"no Dask scheduler answers at {address} "
+                          f"({type(e).__name__})") from None
+    try:
+        ex: Executor = client.get_executor()
+        yield ex
+    finally:
+        client.close()

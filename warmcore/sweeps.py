@@ -1,0 +1,387 @@
+"""Batch parameter sweeps: a spec, its points, and a resumable, atomic run.
+
+A spec (TOML, docs/sweeps.md)::
+
+    scenario = "contended"                 # built-in name or TOML file
+    set = ["run.requests=3000"]            # fixed --set style overrides
+    design = "grid"                        # grid | random | lhs | sobol
+    samples = 64                           # points of a sampled design
+    replications = 2
+    seed = 1
+    metrics = ["throughput_rps", "latency_us.p99", "cpus_utilized"]
+    [axes]
+    "server.cpus" = [1, 2, 4, 8]           # a list of values
+    "workload.rate_per_s" = {start = 1000.0, stop = 8000.0, num = 4, log = true}
+    "work.task_kib" = {start = 0.0, stop = 8.0, step = 2.0}
+
+Every axis path is a path of ``warmcore.parameters(scenario)`` and every value is
+checked against its range before anything runs (one line naming the field).
+A point's seeds derive from the spec's hash and the point's values only, so its
+rows do not depend on the order or the worker that ran them. Results go to
+``OUT/part-*.parquet``, one file per batch, written under a temporary name and
+renamed into place: an interrupted sweep (Ctrl-C, SIGKILL, a lost worker) loses
+at most the batches in flight, and running it again computes only what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import tomllib
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, wait
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from warmcore.simcore.config import ConfigError, Scenario
+
+DEFAULT_METRICS = ["throughput_rps", "latency_us.p50", "latency_us.p99", "latency_us.max",
+                   "cpus_utilized", "ipc", "ghz", "llc_loads", "requests"]
+SPEC_FILE = "spec.json"
+
+
+class AxisRange(BaseModel):
+    """``num`` values from ``start`` to ``stop`` (both included), evenly spaced, or
+    geometrically with ``log``; a sampled design draws from [start, stop] instead."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    start: float = Field(allow_inf_nan=False)
+    stop: float = Field(allow_inf_nan=False)
+    num: int | None = Field(default=None, ge=1, le=1_000_000)
+    step: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    log: bool = False
+
+    @model_validator(mode="after")
+    def _num_or_step(self):
+        if self.step is not None and (self.num is not None or self.log):
+            raise ValueError("step: give either num (linear or log) or step (linear)")
+        if self.step is not None and (self.stop - self.start) / self.step > 1_000_000:
+            raise ValueError("step: more than 1,000,000 values")
+        return self
+
+    def values(self) -> list[float]:
+        if self.step is not None:
+            n = int(math.floor((self.stop - self.start) / self.step + 1e-9)) + 1
+            return [self.start + i * self.step for i in range(max(n, 0))] or [self.start]
+        if self.num is None:
+            return [self.start, self.stop]
+        if self.log:
+            return np.geomspace(self.start, self.stop, self.num).tolist()
+        return np.linspace(self.start, self.stop, self.num).tolist()
+
+    def at(self, u: float) -> float:
+        if self.log:
+            return float(math.exp(math.log(self.start) + u * (math.log(self.stop)
+                                                               - math.log(self.start))))
+        return float(self.start + u * (self.stop - self.start))
+
+
+# An axis is a list of values or a range (a TOML table): told apart by its shape, so
+# that an error speaks of the one the user wrote.
+Axis = Annotated[Annotated[list[Any], Tag("values")] | Annotated[AxisRange, Tag("range")],
+                 Discriminator(lambda v: "range" if isinstance(v, dict | AxisRange)
+                               else "values")]
+
+
+class SweepSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    scenario: str
+    set: list[str] = []
+    axes: dict[str, Axis]
+    design: Literal["grid", "random", "lhs", "sobol"] = "grid"
+    samples: int | None = Field(default=None, ge=1, le=10_000_000)
+    replications: int = Field(default=1, ge=1, le=1000)
+    seed: int = Field(default=1, ge=0)
+    metrics: list[str] = DEFAULT_METRICS
+    batch: int = Field(default=4, ge=1, le=10_000)
+
+    @field_validator("axes")
+    @classmethod
+    def _non_empty(cls, axes):
+        if not axes:
+            raise ValueError("a sweep needs at least one axis")
+        for path, ax in axes.items():
+            if isinstance(ax, list) and not ax:
+                raise ValueError(f"{path}: an empty axis")
+            if isinstance(ax, AxisRange) and ax.log and min(ax.start, ax.stop) <= 0:
+                raise ValueError(f"{path}: a log range needs positive bounds")
+        return axes
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True)
+                              .encode()).hexdigest()[:16]
+
+
+# -- the spec ----------------------------------------------------------------------------
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep spec; ConfigError (one line) if it is bad."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("sweep", f"{p}: no such file") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, IsADirectoryError) as e:
+        raise ConfigError("sweep", f"{p}: not a TOML file ({e})") from None
+    return validate_spec(data)
+
+
+def validate_spec(data: dict) -> SweepSpec:
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"] if x not in ("values", "range"))
+        msg = err["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"sweep.{loc}" if loc else "sweep", msg) from None
+    check_axes(spec)
+    return spec
+
+
+def base_scenario(spec: SweepSpec) -> Scenario:
+    return Scenario.load(spec.scenario, spec.set)
+
+
+def check_axes(spec: SweepSpec) -> None:
+    """Every axis is a parameter of the scenario and every value is in its range
+    and gives a valid scenario."""
+    from warmcore.params import parameters
+
+    base = base_scenario(spec)
+    space = {p.path: p for p in parameters(base)}
+    for path, axis in spec.axes.items():
+        if path != "strategy.name" and path not in space:
+            raise ConfigError(path, f"not a parameter of scenario {base.name!r} "
+                              "(see warmcore.parameters)")
+        values = axis.values() if isinstance(axis, AxisRange) else axis
+        if isinstance(axis, AxisRange) and space[path].type == "int":
+            raise ConfigError(path, "an integer parameter takes a list of values, "
+                              "not a range")
+        for v in values:
+            if path != "strategy.name":
+                try:
+                    space[path].check(v)
+                except ValueError as e:
+                    raise ConfigError(path, f"{v!r}: {e}") from None
+            point_scenario(base, {path: v})        # the value validates in the scenario
+
+
+def point_scenario(base: Scenario, point: dict) -> Scenario:
+    changes = {k: v for k, v in point.items() if k != "strategy.name"}
+    return base.with_(changes, strategy=point.get("strategy.name"))
+
+
+# -- the points --------------------------------------------------------------------------
+
+def points(spec: SweepSpec) -> Iterator[dict]:
+    """The design's points, lazily (a grid of 100,000 points is never held whole)."""
+    paths = list(spec.axes)
+    axes = [spec.axes[p] for p in paths]
+    if spec.design == "grid":
+        lists = [a.values() if isinstance(a, AxisRange) else a for a in axes]
+        for combo in itertools.product(*lists):
+            yield dict(zip(paths, combo, strict=True))
+        return
+    n = spec.samples or 16
+    u = _unit_samples(spec.design, n, len(paths), spec.seed)
+    for row in u:
+        yield {p: (a.at(x) if isinstance(a, AxisRange) else a[min(int(x * len(a)), len(a) - 1)])
+               for p, a, x in zip(paths, axes, row, strict=True)}
+
+
+def _unit_samples(design: str, n: int, d: int, seed: int) -> np.ndarray:
+    from scipy.stats import qmc
+
+    if design == "lhs":
+        return qmc.LatinHypercube(d=d, seed=seed).random(n)
+    if design == "sobol":
+        return qmc.Sobol(d=d, scramble=True, seed=seed).random(n)
+    return np.random.default_rng(seed).random((n, d))
+
+
+def point_id(point: dict) -> str:
+    return hashlib.sha256(json.dumps(point, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def point_seed(spec_digest: str, pid: str, replication: int) -> int:
+    """The seed of one replication of one point: from the spec and the point only."""
+    ss = np.random.SeedSequence([int(spec_digest, 16), int(pid, 16), replication])
+    return int(ss.generate_state(1, dtype=np.uint32)[0])
+
+
+# -- running -----------------------------------------------------------------------------
+
+def run_batch(spec_json: str, batch: list[tuple[dict, int]]) -> list[dict]:
+    """Rows of (point, replication) pairs; runs in a worker process. A point that
+    fails is a row with its error, never an exception."""
+    import warmcore
+    from warmcore.simcore.config import ConfigError as CfgError
+
+    spec = SweepSpec.model_validate_json(spec_json)
+    digest = spec.digest()
+    base = base_scenario(spec)
+    rows = []
+    for point, rep in batch:
+        pid = point_id(point)
+        seed = point_seed(digest, pid, rep)
+        row = {"point_id": pid, "replication": rep, "seed": seed,
+               **{f"axis.{k}": v for k, v in point.items()}}
+        try:
+            r = warmcore.simulate(point_scenario(base, point), seed=seed).to_dict()
+            for m in spec.metrics:
+                row[m] = _lookup(r, m)
+            row["error"] = None
+        except CfgError as e:
+            row["error"] = f"{e.field}: {e.reason}"
+        except Exception as e:  # noqa: BLE001  (a crashing point is recorded, not fatal)
+            row["error"] = f"{type(e).__name__}: {e}"
+        row["warmcore_version"] = warmcore.__version__
+        row["spec_hash"] = digest
+        rows.append(row)
+        _count_run()
+    return rows
+
+
+def _count_run() -> None:
+    """Tests count the simulations a sweep ran (WARMCORE_SWEEP_COUNT: a file)."""
+    path = os.environ.get("WARMCORE_SWEEP_COUNT")
+    if path:
+        with open(path, "a") as f:
+            f.write("1\n")
+
+
+def _lookup(d: dict, dotted: str):
+    node = d
+    for k in dotted.split("."):
+        if not isinstance(node, dict) or k not in node:
+            return None
+        node = node[k]
+    return node
+
+
+def sweep(spec: SweepSpec | str | Path, out: str | Path, workers: int | None = None,
+          scheduler: str | None = None, overwrite: bool = False, retry_failed: bool = False,
+          progress=None) -> dict:
+    """Run the sweep into ``out`` (a directory of Parquet part files), skipping what
+    is already there. Returns counts: points, rows written now, skipped, failed."""
+    from warmcore.executor import make_executor
+
+    spec = spec if isinstance(spec, SweepSpec) else load_spec(spec)
+    check_axes(spec)
+    out = Path(out)
+    done, failed = _prepare_output(spec, out, overwrite)
+    if retry_failed and failed:
+        _drop_rows(out, failed)
+        done -= failed
+    todo = ((p, rep) for p in points(spec) for rep in range(spec.replications)
+            if (point_id(p), rep) not in done)
+    spec_json = spec.model_dump_json()
+    counts = {"rows_written": 0, "rows_failed": 0}
+
+    def collect(finished) -> None:
+        for f in finished:
+            rows = f.result()
+            _write_part(out, rows)
+            counts["rows_written"] += len(rows)
+            counts["rows_failed"] += sum(r["error"] is not None for r in rows)
+            if progress:
+                progress(len(rows))
+
+    with make_executor(workers, scheduler) as ex:
+        limit = 2 * max(1, getattr(ex, "_max_workers", 2))   # batches in flight: bounded
+        in_flight = set()
+        for batch in _chunks(todo, spec.batch):
+            in_flight.add(ex.submit(run_batch, spec_json, batch))
+            if len(in_flight) >= limit:
+                finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                collect(finished)
+        while in_flight:
+            finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            collect(finished)
+    return {**counts, "rows_skipped": len(done)}
+
+
+def _chunks(it, n):
+    while True:
+        chunk = list(itertools.islice(it, n))
+        if not chunk:
+            return
+        yield chunk
+
+
+def _prepare_output(spec: SweepSpec, out: Path, overwrite: bool):
+    """The output directory for this spec: (rows done, rows failed) as
+    {(point_id, replication)}; a different spec is refused unless ``overwrite``."""
+    out.mkdir(parents=True, exist_ok=True)
+    marker = out / SPEC_FILE
+    digest = spec.digest()
+    if marker.exists():
+        old = json.loads(marker.read_text()).get("spec_hash")
+        if old != digest:
+            if not overwrite:
+                raise ConfigError("--out", f"{out} holds a sweep of another spec "
+                                  f"({old}); use --overwrite to replace it")
+            for part in out.glob("part-*.parquet"):
+                part.unlink()
+    tmp = marker.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"spec_hash": digest, "spec": spec.model_dump(mode="json")}))
+    os.replace(tmp, marker)
+    done, failed = set(), set()
+    df = read_results(out, columns=["point_id", "replication", "error"])
+    for pid, rep, err in zip(df["point_id"], df["replication"], df["error"], strict=True):
+        done.add((pid, int(rep)))
+        if err is not None and err == err:
+            failed.add((pid, int(rep)))
+    return done, failed
+
+
+def _write_part(out: Path, rows: list[dict]) -> None:
+    import pandas as pd
+
+    name = hashlib.sha256(json.dumps([(r["point_id"], r["replication"]) for r in rows])
+                          .encode()).hexdigest()[:16]
+    final = out / f"part-{name}.parquet"
+    tmp = out / f".part-{name}.tmp"
+    pd.DataFrame(rows).to_parquet(tmp, index=False)
+    os.replace(tmp, final)
+
+
+def _drop_rows(out: Path, keys: set) -> None:
+    """Remove rows (point_id, replication) from the part files (for --retry-failed)."""
+    import pandas as pd
+
+    for part in out.glob("part-*.parquet"):
+        df = pd.read_parquet(part)
+        keep = [(p, int(r)) not in keys for p, r in zip(df["point_id"], df["replication"],
+                                                        strict=True)]
+        if all(keep):
+            continue
+        tmp = part.with_name("." + part.name + ".tmp")
+        df[keep].to_parquet(tmp, index=False)
+        os.replace(tmp, part)
+
+
+def read_results(out: str | Path, columns=None):
+    """Every row of a sweep's output directory as one DataFrame."""
+    import pandas as pd
+
+    parts = sorted(Path(out).glob("part-*.parquet"))
+    if not parts:
+        return pd.DataFrame(columns=columns or ["point_id", "replication", "error"])
+    return pd.concat([pd.read_parquet(p, columns=columns) for p in parts],
+                     ignore_index=True)
