@@ -292,6 +292,7 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path, workers: int | None = N
             if (point_id(p), rep) not in done)
     spec_json = spec.model_dump_json()
     counts = {"rows_written": 0, "rows_failed": 0}
+    import warmcore.api  # noqa: F401  (loaded once here, forked workers start warm)
 
     def collect(finished) -> None:
         for f in finished:
