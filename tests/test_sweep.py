@@ -205,3 +205,48 @@ def test_spec_loads_and_counts_its_points(tmp_path):
 
     spec = load_spec(write_spec(tmp_path, num=5))
     assert sum(1 for _ in points(spec)) == 15
+
+
+@pytest.mark.slow
+def test_a_dask_worker_killed_midway_loses_nothing(tmp_path):
+    """A worker dies with batches in flight: Dask reruns them elsewhere, every row
+    appears exactly once, and only the batches in flight ran twice."""
+    pytest.importorskip("distributed")
+    port = _free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    dask = str(Path(sys.executable).parent / "dask")
+    count = tmp_path / "count"
+    env = dict(os.environ, WARMCORE_SWEEP_COUNT=str(count))
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
+
+    def worker():
+        return subprocess.Popen([dask, "worker", addr, "--nworkers", "1", "--nthreads", "1",
+                                 "--host", "127.0.0.1", "--no-dashboard", "--no-nanny"],
+                                start_new_session=True, **quiet)
+
+    sched = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                              "--no-dashboard"], **quiet)
+    first, second = worker(), None
+    spec, out = write_spec(tmp_path, num=40), tmp_path / "out"
+    try:
+        driver = subprocess.Popen([sys.executable, "-m", "warmcore.cli", "sweep", str(spec),
+                                   "--out", str(out), "--scheduler", addr, "--quiet"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        deadline = time.time() + 60
+        while time.time() < deadline and len(list(out.glob("part-*.parquet"))) < 3:
+            time.sleep(0.05)
+        os.killpg(first.pid, signal.SIGKILL)
+        assert len(list(out.glob("part-*.parquet"))) < 120     # killed midway (120 batches)
+        second = worker()
+        _, err = driver.communicate(timeout=180)
+        assert driver.returncode == 0, err
+        df = rows(out)
+        assert len(df) == 240 and not df.duplicated(["point_id", "replication"]).any()
+        assert df["error"].isna().all()
+        ran = len(count.read_text().split())
+        assert 240 <= ran <= 240 + 4 * 2          # at most the batches in flight, again
+    finally:
+        for proc in (second, first, sched):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
