@@ -1,0 +1,410 @@
+"""warmcore's what-if explorer: pick a machine and a workload, see how each strategy
+behaves and why, change one thing and see what moved.
+
+    warmcore explore                 # or: streamlit run app.py
+
+A thin layer over the public API (``warmcore.Scenario``, ``warmcore.compare``,
+``warmcore.parameters``, ``Result.per_request()``): the controls are generated from
+the typed parameter space, so a new parameter appears here without touching this
+file; no simulation logic lives here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+import warmcore
+from warmcore.registry import strategies as all_strategies
+
+DEFAULT_SCENARIO = "pipeline"
+DEFAULT_STRATEGIES = ("pc", "pec", "epc")
+# The first view runs the built-in scenario at this many requests at most, so it
+# appears within a few seconds; the run-length control raises it.
+DEFAULT_REQUESTS = 3000
+MAX_UPLOAD_BYTES = 64 * 1024
+
+# Comparison table: per_request() key -> (header with unit, format, better: max/min/None)
+COLUMNS = {
+    "throughput_rps": ("req/s", "{:,.0f}", "max"),
+    "p50_us": ("p50 (us)", "{:,.1f}", "min"),
+    "p99_us": ("p99 (us)", "{:,.1f}", "min"),
+    "max_us": ("max (us)", "{:,.1f}", "min"),
+    "cpus": ("CPUs", "{:.2f}", "min"),
+    "cpu_us_per_req": ("CPU us/req", "{:.2f}", "min"),
+    "ipc": ("IPC", "{:.2f}", "max"),
+    "ghz": ("GHz", "{:.2f}", None),
+    "llc_loads_per_req": ("LLC loads/req", "{:.1f}", "min"),
+    "migrations_per_req": ("migrations/req", "{:.3f}", "min"),
+    "switches_per_req": ("switches/req", "{:.3f}", "min"),
+    "uj_per_req": ("uJ/req", "{:.1f}", "min"),
+}
+CAUSES = {"queue_wait": "queue wait", "dispatch": "dispatch and wake-up",
+          "compute": "compute", "cache_reload": "cache reload", "coherence": "coherence",
+          "contention": "contention", "blocked_io": "blocked I/O"}
+# Paths that have their own control above the generated ones, or none.
+OWN_CONTROL = {"seed", "machine.preset", "machine.governor", "strategy.name", "workload.kind",
+               "run.requests", "run.duration_s", "run.trace_events"}
+SECTIONS = [("workload", "Workload"), ("work", "Work per request"),
+            ("strategy.params", "Strategy tunables"),
+            ("machine.governor_params", "Governor tunables"),
+            ("machine.", "Machine"), ("machine.overrides", "Preset parameters"),
+            ("run", "Run"), ("", "Processes")]
+TOPOLOGY = ["sockets", "cores_per_socket", "threads_per_core", "llc_domains_per_socket",
+            "l1d_kib", "l2_kib", "llc_mib", "pstates_ghz", "turbo_ghz", "default_governor"]
+
+
+# -- runs (cached on the scenario's TOML) -----------------------------------------------
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def run_one(scenario_toml: str, strategy: str) -> dict:
+    """One strategy on the scenario: the ``run --json`` object."""
+    sc = warmcore.Scenario.from_toml(scenario_toml)
+    return warmcore.compare(sc, [strategy])[0].to_dict()
+
+
+def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result]:
+    bar = st.progress(0.0, text="simulating...")
+    out = []
+    try:
+        for i, name in enumerate(names):
+            bar.progress(i / len(names), text=f"simulating {name} ({i + 1}/{len(names)})")
+            out.append(warmcore.Result.from_dict(run_one(scenario_toml, name)))
+    finally:
+        bar.empty()
+    return out
+
+
+# -- state --------------------------------------------------------------------------------
+
+def one_line(e: Exception) -> str:
+    if isinstance(e, warmcore.ConfigError):
+        return f"{e.field}: {e.reason}"
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
+
+
+def builtin(name: str) -> warmcore.Scenario:
+    sc = warmcore.Scenario.load(name)
+    if sc.run.requests is not None and sc.run.requests > DEFAULT_REQUESTS or \
+            sc.run.duration_s is not None:
+        sc = sc.with_(requests=DEFAULT_REQUESTS)
+    return sc
+
+
+def set_setup(sc: warmcore.Scenario, names: list[str] | None = None) -> None:
+    """Make ``sc`` the applied setup; the form's widgets start over from it."""
+    st.session_state.toml = sc.to_toml()
+    known = all_strategies()
+    names = [n for n in (names or st.session_state.get("strategies") or []) if n in known]
+    if sc.strategy.name not in names:
+        names = [sc.strategy.name, *names]
+    st.session_state.strategies = names
+    st.session_state.gen = st.session_state.get("gen", 0) + 1
+
+
+def init_state() -> None:
+    if "toml" not in st.session_state:
+        set_setup(builtin(DEFAULT_SCENARIO), list(DEFAULT_STRATEGIES))
+        st.session_state.base = DEFAULT_SCENARIO
+        st.session_state.error = None
+        st.session_state.upload_seen = None
+        st.session_state.baseline = None
+
+
+# -- the sidebar ---------------------------------------------------------------------------
+
+def control(p, key: str):
+    """A widget for one parameter of the typed space; returns its value (None: unset)."""
+    label = p.path.rsplit(".", 1)[-1] + (f" ({p.unit})" if p.unit else "")
+    bits = [p.source] if p.source else []
+    rng = [f"{w} {b:g}" for w, b in ((">=", p.ge), (">", p.gt), ("<=", p.le), ("<", p.lt))
+           if b is not None]
+    if rng:
+        bits.append("range " + ", ".join(rng))
+    if p.choices:
+        bits.append("one of " + ", ".join(map(str, p.choices)))
+    if p.optional:
+        bits.append("empty: the preset's or the code's default"
+                    + (f" ({p.default})" if p.default is not None else ""))
+    help_ = "`" + p.path + "`  \n" + "  \n".join(bits)
+    if p.type == "choice":
+        opts = list(p.choices) + ([None] if p.optional else [])
+        return st.selectbox(label, opts, index=opts.index(p.value), key=key, help=help_,
+                            format_func=lambda v: "(default)" if v is None else str(v))
+    if p.type == "bool":
+        if p.optional:
+            opts = [None, True, False]
+            return st.selectbox(label, opts, index=opts.index(p.value), key=key, help=help_,
+                                format_func=lambda v: "(default)" if v is None else str(v))
+        return st.checkbox(label, value=bool(p.value), key=key, help=help_)
+    if p.type in ("int", "float"):
+        lo = p.ge if p.ge is not None else None
+        hi = p.le if p.le is not None else None
+        if p.type == "int":
+            lo = int(math.floor(p.gt) + 1) if p.gt is not None and lo is None else lo
+            hi = int(math.ceil(p.lt) - 1) if p.lt is not None and hi is None else hi
+            return st.number_input(label, value=p.value, step=1, key=key, help=help_,
+                                   min_value=None if lo is None else int(lo),
+                                   max_value=None if hi is None else int(hi))
+        value = None if p.value is None else float(p.value)
+        return st.number_input(label, value=value, key=key, help=help_, format="%g",
+                               min_value=None if lo is None else float(lo),
+                               max_value=None if hi is None else float(hi))
+    return None      # lists, tables, free text: through an uploaded TOML
+
+
+def section_of(path: str) -> str:
+    for prefix, title in SECTIONS:
+        if prefix and (path == prefix or path.startswith(prefix + ".")
+                       or (prefix.endswith(".") and path.startswith(prefix))):
+            return title
+    return "Processes"
+
+
+def topology_table(params) -> pd.DataFrame:
+    by = {p.path.removeprefix("machine.overrides."): p for p in params}
+    rows = []
+    for k in TOPOLOGY:
+        p = by.get(k)
+        if p is not None:
+            v = p.value
+            v = ", ".join(f"{x:g}" for x in v) if isinstance(v, (list, tuple)) else v
+            rows.append({"": k + (f" ({p.unit})" if p.unit else ""), "value": str(v)})
+    return pd.DataFrame(rows).set_index("")
+
+
+def sidebar(sc: warmcore.Scenario) -> None:
+    from warmcore.models.presets import PRESETS
+    from warmcore.models.dvfs import GOVERNORS
+
+    gen = st.session_state.gen
+    sb = st.sidebar
+    sb.header("Setup")
+    from warmcore.simcore.config import builtin_names
+
+    names = builtin_names()
+    base = sb.selectbox("Start from a built-in scenario", names,
+                        index=names.index(st.session_state.base)
+                        if st.session_state.base in names else 0, key=f"base{gen}")
+    if base != st.session_state.base:
+        st.session_state.base = base
+        st.session_state.error = None
+        set_setup(builtin(base))
+        st.rerun()
+    upload = sb.file_uploader(f"...or upload a scenario TOML (at most {MAX_UPLOAD_BYTES // 1024} "
+                              "KiB)", type=["toml"], key="upload")
+    if upload is not None and upload.file_id != st.session_state.upload_seen:
+        st.session_state.upload_seen = upload.file_id
+        handle_upload(upload.name, upload.getvalue())
+        st.rerun()
+
+    params = warmcore.parameters(sc)
+    with sb.form("setup"):
+        presets = sorted(PRESETS)
+        preset = st.selectbox("CPU preset", presets, index=presets.index(sc.machine.preset),
+                              key=f"preset{gen}", help=PRESETS[sc.machine.preset].description)
+        st.dataframe(topology_table(params), width="stretch")
+        govs = [None, *sorted(GOVERNORS)]
+        governor = st.selectbox("Governor", govs, index=govs.index(sc.machine.governor)
+                                if sc.machine.governor in govs else 0, key=f"gov{gen}",
+                                format_func=lambda v: "(the preset's default)" if v is None
+                                else v)
+        known = list(all_strategies())
+        chosen = st.multiselect("Strategies to compare", known,
+                                default=st.session_state.strategies, key=f"strategies{gen}")
+        main = st.selectbox("Scenario's own strategy (its tunables below)", known,
+                            index=known.index(sc.strategy.name), key=f"main{gen}")
+        c1, c2 = st.columns(2)
+        seed = c1.number_input("Seed", min_value=0, value=sc.seed, step=1, key=f"seed{gen}")
+        requests = c2.number_input("Requests", min_value=1, step=1000, key=f"req{gen}",
+                                   value=sc.run.requests or DEFAULT_REQUESTS,
+                                   help="measured requests (after warm-up) per strategy")
+        st.caption(f"Workload kind: **{sc.workload.kind}** (another kind: pick a built-in "
+                   "scenario or upload a TOML)")
+        values = {}
+        groups: dict[str, list] = {}
+        for p in params:
+            if p.path in OWN_CONTROL or p.type not in ("int", "float", "bool", "choice"):
+                continue
+            groups.setdefault(section_of(p.path), []).append(p)
+        for _, title in SECTIONS:
+            if title not in groups:
+                continue
+            with st.expander(title, expanded=title == "Workload"):
+                for p in groups[title]:
+                    values[p.path] = (p, control(p, f"p{gen}:{p.path}"))
+        applied = st.form_submit_button("Apply", type="primary", width="stretch")
+    if applied:
+        apply(sc, values, preset=preset, governor=governor, chosen=chosen, main=main,
+              seed=int(seed), requests=int(requests))
+
+
+def apply(sc, values, *, preset, governor, chosen, main, seed, requests) -> None:
+    """The form's values as a new scenario; a bad value shows one line, setup kept."""
+    changes = {path: v for path, (p, v) in values.items() if v != p.value}
+    overrides = {k: v for k, v in changes.items() if k.startswith("machine.overrides.")}
+    changes = {k: v for k, v in changes.items() if k not in overrides}
+    if preset != sc.machine.preset:       # another machine: its own parameters and governor
+        changes = {k: v for k, v in changes.items()
+                   if not k.startswith("machine.governor_params.")}
+        changes["machine.preset"] = preset
+        changes["machine.overrides"] = {}
+    elif overrides:
+        data = dict(sc.machine.overrides)
+        for k, v in overrides.items():
+            keys = k.removeprefix("machine.overrides.").split(".")
+            if len(keys) == 2:
+                data[keys[0]] = {**data.get(keys[0], {}), keys[1]: v}
+            else:
+                data[keys[0]] = v
+        changes["machine.overrides"] = data
+    if governor != sc.machine.governor:
+        changes["machine.governor"] = governor
+        changes["machine.governor_params"] = {}
+    if main != sc.strategy.name:
+        changes = {k: v for k, v in changes.items() if not k.startswith("strategy.params.")}
+    if not chosen:
+        st.session_state.error = "strategies: pick at least one strategy to compare"
+        return
+    try:
+        new = sc.with_({k: v for k, v in changes.items() if v is not None or
+                        not k.startswith("machine.governor")},
+                       strategy=main if main != sc.strategy.name else None,
+                       seed=seed, requests=requests)
+        for path, v in changes.items():      # an unset optional goes back to the default
+            if v is None and path.count(".") == 1 and path.startswith("machine."):
+                data = new.to_data()
+                data["machine"].pop(path.split(".")[1], None)
+                new = warmcore.Scenario.load(data)
+    except (warmcore.ConfigError, ValueError, KeyError) as e:
+        st.session_state.error = one_line(e)
+        return
+    st.session_state.error = None
+    st.session_state.toml = new.to_toml()
+    st.session_state.strategies = list(chosen)
+
+
+def handle_upload(name: str, data: bytes) -> None:
+    """An uploaded scenario: too large, not UTF-8 or invalid -> one line, setup kept."""
+    if len(data) > MAX_UPLOAD_BYTES:
+        st.session_state.error = (f"{name}: {len(data):,} bytes, more than the "
+                                  f"{MAX_UPLOAD_BYTES:,} allowed")
+        return
+    try:
+        sc = warmcore.Scenario.from_toml(data.decode("utf-8"))
+        all_strategies()[sc.strategy.name]     # noqa: B018 (known strategy?)
+    except UnicodeDecodeError:
+        st.session_state.error = f"{name}: not UTF-8 text"
+        return
+    except KeyError:
+        st.session_state.error = f"{name}: strategy.name: unknown strategy"
+        return
+    except warmcore.ConfigError as e:
+        st.session_state.error = f"{name}: {e.field}: {e.reason}"
+        return
+    st.session_state.error = None
+    st.session_state.base = None
+    set_setup(sc)
+
+
+# -- the page -------------------------------------------------------------------------------
+
+def comparison_frame(results) -> pd.DataFrame:
+    rows = [r.per_request() for r in results]
+    df = pd.DataFrame(rows).set_index("strategy")[list(COLUMNS)]
+    return df.rename(columns={k: v[0] for k, v in COLUMNS.items()}).astype(float)
+
+
+def styled(df: pd.DataFrame, baseline: pd.DataFrame | None):
+    fmt = {v[0]: v[1] for v in COLUMNS.values()}
+    s = df.style.format(fmt, na_rep="-")
+    best = {v[0]: v[2] for v in COLUMNS.values() if v[2]}
+    s = s.highlight_max(subset=[c for c, b in best.items() if b == "max"],
+                        props="background-color: #c8f0c8; font-weight: bold")
+    s = s.highlight_min(subset=[c for c, b in best.items() if b == "min"],
+                        props="background-color: #c8f0c8; font-weight: bold")
+    return s
+
+
+def breakdown_chart(results, baseline_results=None) -> alt.Chart:
+    rows = []
+    for tag, rs in (("now", results), ("baseline", baseline_results or [])):
+        for r in rs:
+            for k, label in CAUSES.items():
+                v = getattr(r.breakdown_us, k)
+                rows.append({"strategy": r.strategy, "run": tag, "cause": label,
+                             "us": 0.0 if v is None else float(v)})
+    df = pd.DataFrame(rows)
+    order = list(CAUSES.values())
+    chart = alt.Chart(df).mark_bar().encode(
+        x=alt.X("run:N", title=None, sort=["baseline", "now"]),
+        y=alt.Y("sum(us):Q", title="mean us per request"),
+        color=alt.Color("cause:N", sort=order, title="where the time went"),
+        order=alt.Order("cause_order:Q"),
+        column=alt.Column("strategy:N", title=None),
+        tooltip=["strategy", "run", "cause", alt.Tooltip("us:Q", format=".2f")],
+    ).transform_calculate(
+        cause_order=f"indexof({order!r}, datum.cause)"
+    ).properties(width=90, height=300)
+    return chart
+
+
+def page() -> None:
+    st.set_page_config(page_title="warmcore explorer", layout="wide")
+    init_state()
+    sc = warmcore.Scenario.from_toml(st.session_state.toml)
+    sidebar(sc)
+    sc = warmcore.Scenario.from_toml(st.session_state.toml)    # as applied
+    st.title("warmcore: what-if explorer")
+    st.caption(f"**{sc.name}**: {sc.description}  \nmachine `{sc.machine.preset}`, "
+               f"workload `{sc.workload.kind}`, seed {sc.seed}, "
+               f"{sc.run.requests or 0:,} requests per strategy")
+    if st.session_state.error:
+        st.error(st.session_state.error)
+    names = st.session_state.strategies
+    try:
+        results = run_all(st.session_state.toml, names)
+    except Exception as e:            # a failing run: its one line, not a traceback
+        st.error(f"run failed: {one_line(e)}")
+        return
+    df = comparison_frame(results)
+    base = st.session_state.baseline
+    base_df = base_results = None
+    if base is not None:
+        base_results = [warmcore.Result.from_dict(d) for d in base["results"]]
+        base_df = comparison_frame(base_results)
+
+    st.subheader("Comparison")
+    st.dataframe(styled(df, base_df), width="stretch")
+    st.caption("Best value per column highlighted. Every strategy ran the same arrivals "
+               "and service demands (same seed).")
+    if base_df is not None:
+        common = df.index.intersection(base_df.index)
+        delta = (df.loc[common] - base_df.loc[common])
+        st.markdown("**Change against the pinned baseline** (now minus baseline)")
+        st.dataframe(delta.style.format({v[0]: "{:+,.2f}" for v in COLUMNS.values()},
+                                        na_rep="-"), width="stretch")
+    c1, c2, c3 = st.columns(3)
+    if c1.button("Pin as baseline", help="later changes show their delta against this run"):
+        st.session_state.baseline = {"toml": st.session_state.toml,
+                                     "results": [r.to_dict() for r in results]}
+        st.rerun()
+    if base is not None and c2.button("Clear baseline"):
+        st.session_state.baseline = None
+        st.rerun()
+    c3.download_button("Download scenario TOML", st.session_state.toml,
+                       file_name=f"{sc.name}.toml", mime="application/toml",
+                       help=f"`warmcore run FILE --json` reproduces the {sc.strategy.name} "
+                            "run; --strategy NAME the others")
+
+    st.subheader("Why: where a request's time went")
+    st.altair_chart(breakdown_chart(results, base_results))
+    for r in results:
+        for w in r.warnings:
+            st.warning(f"{r.strategy}: {w}")
+
+
+page()
