@@ -48,11 +48,14 @@ CAUSES = {"queue_wait": "queue wait", "dispatch": "dispatch and wake-up",
 # Paths that have their own control above the generated ones, or none.
 OWN_CONTROL = {"seed", "machine.preset", "machine.governor", "strategy.name", "workload.kind",
                "run.requests", "run.duration_s", "run.trace_events"}
+# (path prefix, expander title), the most specific prefix first
 SECTIONS = [("workload", "Workload"), ("work", "Work per request"),
             ("strategy.params", "Strategy tunables"),
             ("machine.governor_params", "Governor tunables"),
-            ("machine.", "Machine"), ("machine.overrides", "Preset parameters"),
-            ("run", "Run"), ("", "Processes")]
+            ("machine.overrides", "Preset parameters (this machine's figures)"),
+            ("machine", "Machine"), ("run", "Run"), ("", "Processes")]
+SHOWN = ["Workload", "Work per request", "Strategy tunables", "Governor tunables", "Machine",
+         "Preset parameters (this machine's figures)", "Run", "Processes"]
 TOPOLOGY = ["sockets", "cores_per_socket", "threads_per_core", "llc_domains_per_socket",
             "l1d_kib", "l2_kib", "llc_mib", "pstates_ghz", "turbo_ghz", "default_governor"]
 
@@ -158,8 +161,7 @@ def control(p, key: str):
 
 def section_of(path: str) -> str:
     for prefix, title in SECTIONS:
-        if prefix and (path == prefix or path.startswith(prefix + ".")
-                       or (prefix.endswith(".") and path.startswith(prefix))):
+        if prefix and (path == prefix or path.startswith(prefix + ".")):
             return title
     return "Processes"
 
@@ -188,8 +190,9 @@ def sidebar(sc: warmcore.Scenario) -> None:
     names = builtin_names()
     base = sb.selectbox("Start from a built-in scenario", names,
                         index=names.index(st.session_state.base)
-                        if st.session_state.base in names else 0, key=f"base{gen}")
-    if base != st.session_state.base:
+                        if st.session_state.base in names else None, key=f"base{gen}",
+                        placeholder="(an uploaded scenario)")
+    if base is not None and base != st.session_state.base:
         st.session_state.base = base
         st.session_state.error = None
         set_setup(builtin(base))
@@ -230,7 +233,7 @@ def sidebar(sc: warmcore.Scenario) -> None:
             if p.path in OWN_CONTROL or p.type not in ("int", "float", "bool", "choice"):
                 continue
             groups.setdefault(section_of(p.path), []).append(p)
-        for _, title in SECTIONS:
+        for title in SHOWN:
             if title not in groups:
                 continue
             with st.expander(title, expanded=title == "Workload"):
@@ -287,6 +290,17 @@ def apply(sc, values, *, preset, governor, chosen, main, seed, requests) -> None
     st.session_state.strategies = list(chosen)
 
 
+def tunable_error(e: ValueError) -> str:
+    """One line for a strategy tunable pydantic rejected."""
+    errors = getattr(e, "errors", None)
+    if not callable(errors) or not errors():
+        return one_line(e)
+    err = errors()[0]
+    field = ".".join(["strategy", "params", *map(str, err["loc"])])
+    reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+    return f"{field}: {reason}"
+
+
 def handle_upload(name: str, data: bytes) -> None:
     """An uploaded scenario: too large, not UTF-8 or invalid -> one line, setup kept."""
     if len(data) > MAX_UPLOAD_BYTES:
@@ -296,6 +310,7 @@ def handle_upload(name: str, data: bytes) -> None:
     try:
         sc = warmcore.Scenario.from_toml(data.decode("utf-8"))
         all_strategies()[sc.strategy.name]     # noqa: B018 (known strategy?)
+        warmcore.parameters(sc)                # validates the strategy's tunables
     except UnicodeDecodeError:
         st.session_state.error = f"{name}: not UTF-8 text"
         return
@@ -304,6 +319,9 @@ def handle_upload(name: str, data: bytes) -> None:
         return
     except warmcore.ConfigError as e:
         st.session_state.error = f"{name}: {e.field}: {e.reason}"
+        return
+    except ValueError as e:         # parameters() validating the strategy's tunables
+        st.session_state.error = f"{name}: {tunable_error(e)}"
         return
     st.session_state.error = None
     st.session_state.base = None
@@ -322,11 +340,16 @@ def styled(df: pd.DataFrame, baseline: pd.DataFrame | None):
     fmt = {v[0]: v[1] for v in COLUMNS.values()}
     s = df.style.format(fmt, na_rep="-")
     best = {v[0]: v[2] for v in COLUMNS.values() if v[2]}
-    s = s.highlight_max(subset=[c for c, b in best.items() if b == "max"],
-                        props="background-color: #c8f0c8; font-weight: bold")
-    s = s.highlight_min(subset=[c for c, b in best.items() if b == "min"],
-                        props="background-color: #c8f0c8; font-weight: bold")
-    return s
+
+    def mark(col: pd.Series):
+        """The best cell(s) of a column; none where every row is the same."""
+        if col.nunique(dropna=True) < 2:
+            return [""] * len(col)
+        target = col.max() if best[col.name] == "max" else col.min()
+        return ["background-color: #c8f0c8; font-weight: bold" if v == target else ""
+                for v in col]
+
+    return s.apply(mark, subset=list(best))
 
 
 def breakdown_chart(results, baseline_results=None) -> alt.Chart:
@@ -339,12 +362,15 @@ def breakdown_chart(results, baseline_results=None) -> alt.Chart:
                              "us": 0.0 if v is None else float(v)})
     df = pd.DataFrame(rows)
     order = list(CAUSES.values())
+    x = alt.X("run:N", title=None, sort=["baseline", "now"],
+              axis=alt.Axis(labelAngle=0) if baseline_results else None)
     chart = alt.Chart(df).mark_bar().encode(
-        x=alt.X("run:N", title=None, sort=["baseline", "now"]),
+        x=x,
         y=alt.Y("sum(us):Q", title="mean us per request"),
         color=alt.Color("cause:N", sort=order, title="where the time went"),
         order=alt.Order("cause_order:Q"),
-        column=alt.Column("strategy:N", title=None),
+        column=alt.Column("strategy:N", title=None,
+                          sort=list(dict.fromkeys(r.strategy for r in results))),
         tooltip=["strategy", "run", "cause", alt.Tooltip("us:Q", format=".2f")],
     ).transform_calculate(
         cause_order=f"indexof({order!r}, datum.cause)"
@@ -370,6 +396,7 @@ def page() -> None:
     except Exception as e:            # a failing run: its one line, not a traceback
         st.error(f"run failed: {one_line(e)}")
         return
+    st.session_state.results = [r.to_dict() for r in results]    # what the page shows
     df = comparison_frame(results)
     base = st.session_state.baseline
     base_df = base_results = None
@@ -390,7 +417,7 @@ def page() -> None:
     c1, c2, c3 = st.columns(3)
     if c1.button("Pin as baseline", help="later changes show their delta against this run"):
         st.session_state.baseline = {"toml": st.session_state.toml,
-                                     "results": [r.to_dict() for r in results]}
+                                     "results": st.session_state.results}
         st.rerun()
     if base is not None and c2.button("Clear baseline"):
         st.session_state.baseline = None

@@ -1,0 +1,183 @@
+"""The explorer (app.py) through Streamlit's AppTest: defaults, every kind of control,
+uploads good and bad, and the downloaded TOML reproducing the run through the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+pytest.importorskip("altair")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+
+
+def started() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def comparison(at: AppTest):
+    """The comparison table: the data frame indexed by strategy."""
+    frames = [d.value for d in at.main.dataframe if "req/s" in d.value.columns]
+    assert frames, "no comparison table"
+    return frames[0]
+
+
+def widget(at: AppTest, kind: str, key: str):
+    return getattr(at, kind)(key=f"p{at.session_state.gen}:{key}" if ":" not in key and
+                             "." in key else f"{key}{at.session_state.gen}")
+
+
+def apply(at: AppTest) -> AppTest:
+    at.button[[b.label for b in at.button].index("Apply")].click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def test_defaults_render_without_exception():
+    at = started()
+    df = comparison(at)
+    assert list(df.index) == ["pc", "pec", "epc"]
+    assert {"req/s", "p50 (us)", "p99 (us)", "max (us)", "CPUs", "CPU us/req", "IPC", "GHz",
+            "LLC loads/req", "migrations/req", "switches/req", "uJ/req"} <= set(df.columns)
+    assert (df["req/s"] > 0).all()
+    assert len(at.get("vega_lite_chart")) == 1        # the breakdown chart
+    assert not at.error
+    assert at.get("download_button")
+
+
+@pytest.mark.parametrize("kind, key, value, column", [
+    ("number_input", "workload.service_us", 16.0, "CPU us/req"),
+    ("number_input", "work.code_kib", 2048.0, "LLC loads/req"),
+    ("number_input", "seed", 7, "max (us)"),
+    ("number_input", "req", 1500, "max (us)"),
+    ("selectbox", "preset", "epyc-zen3", "GHz"),
+    ("selectbox", "gov", "performance", "GHz"),
+    ("number_input", "strategy.params.queue_us", 5.0, "CPU us/req"),
+    ("selectbox", "machine.overrides.freq_domain", "core", "GHz"),
+])
+def test_changing_a_control_and_applying_changes_the_figures(kind, key, value, column):
+    at = started()
+    before = comparison(at)
+    if key.startswith("strategy.params."):       # pec's tunables: make it the main one
+        widget(at, "selectbox", "main").set_value("pec")
+        apply(at)
+        before = comparison(at)
+    widget(at, kind, key).set_value(value)
+    apply(at)
+    after = comparison(at)
+    assert list(after.index) == list(before.index)
+    assert not after[column].equals(before[column]), (key, column)
+
+
+def test_strategy_selection_changes_the_rows():
+    at = started()
+    widget(at, "multiselect", "strategies").set_value(["pc", "thread-pool"])
+    apply(at)
+    assert list(comparison(at).index) == ["pc", "thread-pool"]
+
+
+def test_an_invalid_value_is_one_line_and_keeps_the_setup():
+    at = started()
+    toml = at.session_state.toml
+    widget(at, "multiselect", "strategies").set_value([])
+    at.button[[b.label for b in at.button].index("Apply")].click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["strategies: pick at least one strategy to compare"]
+    assert at.session_state.toml == toml
+    assert list(comparison(at).index) == ["pc", "pec", "epc"]
+
+
+@pytest.mark.parametrize("content, expect", [
+    (b"this is = = not toml", "not valid TOML"),
+    (b"[workload]\nkind = 'open'\nrate_per_s = -5\n[run]\nrequests = 100\n",
+     "workload.rate_per_s"),
+    (b"[workload]\nkind = 'closed'\n[run]\nrequests = 100\n[machine]\ncolour = 1\n",
+     "machine.colour: unknown key"),
+    (b"\xff\xfe\x00 binary", "not UTF-8"),
+    (b"# padding\n" * 10_000, "more than the"),
+])
+def test_a_bad_upload_shows_one_line_not_a_traceback(content, expect):
+    at = started()
+    toml = at.session_state.toml
+    at.file_uploader(key="upload").set_value(("bad.toml", content, "application/toml")).run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and expect in errors[0] and "\n" not in errors[0], errors
+    assert errors[0].startswith("bad.toml: ")
+    assert at.session_state.toml == toml                     # nothing of the setup lost
+    assert list(comparison(at).index) == ["pc", "pec", "epc"]
+
+
+def test_a_good_upload_replaces_the_setup():
+    at = started()
+    text = (b"name = 'mine'\nseed = 3\n[machine]\npreset = 'ideal'\ncores = 2\n"
+            b"[workload]\nkind = 'open'\nrate_per_s = 5000\nservice_us = 100\n"
+            b"[strategy]\nname = 'shared-queue'\n[run]\nrequests = 800\n")
+    at.file_uploader(key="upload").set_value(("mine.toml", text, "application/toml")).run()
+    assert not at.exception and not at.error
+    assert "mine" in at.session_state.toml
+    df = comparison(at)
+    assert df.index[0] == "shared-queue"
+    assert df.loc["shared-queue", "req/s"] == pytest.approx(5000, rel=0.2)
+
+
+def test_downloaded_toml_reproduces_the_run_through_the_cli(tmp_path):
+    at = started()
+    widget(at, "number_input", "work.task_kib").set_value(12.0)
+    apply(at)
+    path = tmp_path / "setup.toml"
+    path.write_text(at.session_state.toml)
+    shown = {r["strategy"]: r for r in at.session_state.results}
+    out = subprocess.run([sys.executable, "-m", "warmcore.cli", "run", str(path), "--json"],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    cli = json.loads(out.stdout)
+    assert cli == json.loads(json.dumps(shown[cli["strategy"]]))
+    # and another strategy of the comparison through --strategy
+    out = subprocess.run([sys.executable, "-m", "warmcore.cli", "run", str(path), "--json",
+                          "--strategy", "epc"], capture_output=True, text=True, check=True,
+                         cwd=ROOT)
+    assert json.loads(out.stdout) == json.loads(json.dumps(shown["epc"]))
+
+
+def test_pinning_a_baseline_shows_deltas():
+    at = started()
+    at.button[[b.label for b in at.button].index("Pin as baseline")].click().run()
+    widget(at, "number_input", "workload.service_us").set_value(16.0)
+    apply(at)
+    frames = [d.value for d in at.main.dataframe if "req/s" in d.value.columns]
+    assert len(frames) == 2                                  # the table and its deltas
+    delta = frames[1]
+    assert (delta["CPU us/req"] > 0).all()
+    assert any("baseline" in m.value for m in at.markdown)
+
+
+def test_a_failing_run_shows_its_one_line_error():
+    at = started()
+    # valid as a scenario, but the run rejects it: a governor no model knows
+    text = (b"[machine]\npreset = 'ideal'\ngovernor = 'turbo-boost-9000'\n"
+            b"[workload]\nkind = 'closed'\n[strategy]\nname = 'pc'\n[run]\nrequests = 200\n")
+    at.file_uploader(key="upload").set_value(("gov.toml", text, "application/toml")).run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("run failed: ") and "\n" not in errors[0]
+    assert "turbo-boost-9000" in errors[0]
+
+
+def test_an_upload_with_unknown_strategy_tunables_is_refused():
+    at = started()
+    text = (b"[workload]\nkind = 'closed'\n[strategy]\nname = 'pec'\nparams = {bogus = 1}\n"
+            b"[run]\nrequests = 100\n")
+    at.file_uploader(key="upload").set_value(("t.toml", text, "application/toml")).run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == [
+        "t.toml: strategy.params.bogus: unknown key"]

@@ -1,0 +1,95 @@
+"""The explorer in a real browser: ``streamlit run`` headless on a loopback port,
+driven by Playwright on Debian's chromium (no browser download)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+
+pytest.importorskip("streamlit")
+sync_api = pytest.importorskip("playwright.sync_api")
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"{CHROMIUM} is missing (.ci/run installs Debian's chromium)",
+                allow_module_level=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_up(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{url} did not come up in {timeout} s")
+
+
+def test_explorer_renders_in_chromium(tmp_path):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+         "--server.address", "127.0.0.1", "--server.port", str(port),
+         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        wait_up(url, proc)
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True,
+                args=["--no-sandbox", "--disable-background-networking"])
+            try:
+                page = browser.new_page(viewport={"width": 1500, "height": 1100})
+                page.goto(url, timeout=60_000)
+                table = page.locator('[data-testid="stDataFrame"]')
+                table.first.wait_for(timeout=60_000)
+                page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(timeout=60_000)
+                # change a control in the form and apply it
+                seed = page.get_by_label("Seed")
+                seed.fill("7")
+                page.get_by_role("button", name="Apply").click()
+                page.get_by_text("seed 7,").first.wait_for(timeout=60_000)
+                page.locator('[data-testid="stVegaLiteChart"] canvas, '
+                             '[data-testid="stVegaLiteChart"] svg').first.wait_for(
+                    timeout=60_000)
+                page.wait_for_timeout(1000)
+                shot = tmp_path / "explorer.png"
+                page.screenshot(path=str(shot), full_page=True)
+                assert shot.stat().st_size > 10_000
+                assert page.locator('[data-testid="stException"]').count() == 0
+                # the comparison table (one of the data frames) and the chart are there
+                assert table.count() >= 2
+                assert page.locator('[data-testid="stVegaLiteChart"]').count() >= 1
+                assert page.get_by_text("Comparison").count() >= 1
+                if os.environ.get("WARMCORE_SCREENSHOT"):
+                    shot_copy = Path(os.environ["WARMCORE_SCREENSHOT"])
+                    shot_copy.write_bytes(shot.read_bytes())
+            finally:
+                browser.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
