@@ -4,6 +4,7 @@
                  [--requests N | --duration SECONDS] [--json]
     warmcore compare SCENARIO --strategies A,B,... [--load L1,L2,...] [same options] [--json]
     warmcore scenarios | presets | strategies
+    warmcore explore [--port N]      # the what-if explorer in the browser (needs [app])
 
 Usage errors and bad scenarios print one line (``warmcore: FIELD: REASON``) and
 exit with code 2; scripts depend on this contract and on the JSON keys.
@@ -52,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="replace the output of a different spec")
     sw.add_argument("--retry-failed", action="store_true", help="rerun the failed points")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    ex = sub.add_parser("explore", help="open the what-if explorer (Streamlit) on "
+                        "127.0.0.1 and print its URL")
+    ex.add_argument("--port", type=int, default=8501, help="port on 127.0.0.1 (default 8501)")
     sub.add_parser("scenarios", help="list the built-in scenarios")
     sub.add_parser("presets", help="list the CPU presets")
     sub.add_parser("strategies", help="list the execution strategies")
@@ -159,6 +163,32 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_explore(args) -> int:
+    """``streamlit run`` on the installed app (warmcore/app.py), loopback only, headless."""
+    import importlib.util
+    import subprocess
+    from pathlib import Path
+
+    if importlib.util.find_spec("streamlit") is None:
+        raise UsageError("explore: Streamlit is not installed; pip install 'warmcore[app]'")
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port: {args.port} is not a TCP port")
+    app = Path(__file__).resolve().parent / "app.py"
+    if not app.is_file():
+        raise UsageError(f"explore: the app is missing ({app})")
+    print(f"warmcore explorer: http://127.0.0.1:{args.port}/  (Ctrl-C stops it)", flush=True)
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app),
+           "--server.address", "127.0.0.1", "--server.port", str(args.port),
+           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    proc = subprocess.Popen(cmd)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait()
+        return 130
+
+
 def cmd_scenarios(args) -> int:
     for name in builtin_names():
         d = read_scenario_dict(name)
@@ -185,6 +215,7 @@ def cmd_strategies(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "compare": cmd_compare, "sweep": cmd_sweep,
+            "explore": cmd_explore,
             "scenarios": cmd_scenarios,
             "presets": cmd_presets,
             "strategies": cmd_strategies}

@@ -1,0 +1,93 @@
+"""The explorer from an installed wheel, not only from a checkout: the app ships as
+warmcore/app.py and ``warmcore explore`` serves it on loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The wheel unpacked into a folder put first on PYTHONPATH (the test venv has the
+    dependencies)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    env = dict(os.environ, CC="/bin/false")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp),
+                    str(ROOT)], check=True, env=env, capture_output=True)
+    (wheel,) = tmp.glob("warmcore-*.whl")
+    site = tmp / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    app = site / "warmcore" / "app.py"
+    assert app.is_file() and not app.is_symlink()
+    assert app.read_text() == (ROOT / "app.py").read_text()
+    return site
+
+
+@pytest.mark.slow
+def test_the_installed_app_runs(installed, tmp_path):
+    code = ("import warmcore, sys; from streamlit.testing.v1 import AppTest; "
+            "at = AppTest.from_file(sys.argv[1], default_timeout=120).run(); "
+            "assert not at.exception, at.exception; "
+            "print(warmcore.__file__); "
+            "print(','.join(d.value.index[0] for d in at.main.dataframe))")
+    env = dict(os.environ, PYTHONPATH=str(installed))
+    out = subprocess.run([sys.executable, "-c", code, str(installed / "warmcore" / "app.py")],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    lines = out.stdout.split()
+    assert lines[0] == str(installed / "warmcore" / "__init__.py")
+    assert lines[1].startswith("pc")
+
+
+@pytest.mark.slow
+def test_warmcore_explore_serves_the_installed_app_on_loopback(installed, tmp_path):
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(installed))
+    proc = subprocess.Popen([sys.executable, "-m", "warmcore.cli", "explore", "--port",
+                             str(port)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}/" in first
+        end = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
+                                            timeout=2) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert proc.poll() is None, "explore exited"
+                assert time.monotonic() < end, "the explorer did not come up"
+                time.sleep(0.3)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_explore_refuses_a_bad_port(capsys):
+    from warmcore.cli import main
+
+    assert main(["explore", "--port", "70000"]) == 2
+    assert capsys.readouterr().err.strip() == "warmcore: --port: 70000 is not a TCP port"
