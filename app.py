@@ -81,6 +81,13 @@ def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result]:
     return out
 
 
+@st.cache_data(show_spinner=False, max_entries=1024)
+def run_at_load(scenario_toml: str, strategy: str, load: float) -> dict:
+    """One strategy at one offered load (``warmcore.compare`` with ``loads``)."""
+    sc = warmcore.Scenario.from_toml(scenario_toml)
+    return warmcore.compare(sc, [strategy], loads=[load])[0].to_dict()
+
+
 # -- state --------------------------------------------------------------------------------
 
 def one_line(e: Exception) -> str:
@@ -378,6 +385,100 @@ def breakdown_chart(results, baseline_results=None) -> alt.Chart:
     return chart
 
 
+def default_loads(sc: warmcore.Scenario) -> str:
+    """Offered loads around the scenario's own: a rate scaled, or counts doubling."""
+    from warmcore.comparison import load_field
+
+    field = load_field(sc)
+    now = getattr(sc.workload, field, None)
+    if field == "rate_per_s":
+        now = now or 10_000.0
+        return ", ".join(f"{now * f:g}" for f in (0.25, 0.5, 0.75, 1.0, 1.25, 1.5))
+    return ", ".join(str(n) for n in (1, 2, 4, 8, 16))
+
+
+def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
+    """Latency, CPUs and CPU per request against offered load, the knee marked."""
+    from warmcore.comparison import knee, load_field
+
+    st.subheader("Load curves")
+    try:
+        field = load_field(sc)
+    except warmcore.ConfigError as e:
+        st.info(one_line(e))
+        return
+    with st.form("load_curves_form"):
+        text = st.text_input(f"Offered loads (`workload.{field}`, comma-separated)",
+                             value=default_loads(sc), key=f"loads{st.session_state.gen}")
+        go = st.form_submit_button("Compute load curves")
+    curves = st.session_state.get("curves")
+    if go:
+        try:
+            loads = sorted({float(x) for x in text.split(",") if x.strip()})
+            if not loads or any(x <= 0 for x in loads):
+                raise ValueError
+        except ValueError:
+            st.error(f"loads: {text!r} is not a list of positive numbers")
+            return
+        if field != "rate_per_s":
+            loads = sorted({int(x) for x in loads})
+        jobs = [(n, x) for n in names for x in loads]
+        bar = st.progress(0.0, text="load curves")
+        rows = []
+        try:
+            for i, (n, x) in enumerate(jobs):
+                bar.progress(i / len(jobs), text=f"{n} at {x:g} ({i + 1}/{len(jobs)})")
+                rows.append(warmcore.Result.from_dict(
+                    run_at_load(st.session_state.toml, n, x)).per_request())
+        except Exception as e:
+            st.error(f"run failed: {one_line(e)}")
+            return
+        finally:
+            bar.empty()
+        curves = st.session_state.curves = {"toml": st.session_state.toml, "rows": rows,
+                                             "field": field}
+    if not curves or curves["toml"] != st.session_state.toml:
+        st.caption("Each strategy at each offered load, same seed; runs are cached.")
+        return
+    df = pd.DataFrame(curves["rows"])
+    df["load"] = df["load"].astype(float)
+    knees = []
+    for n in dict.fromkeys(df["strategy"]):
+        k = knee([r for r in curves["rows"] if r["strategy"] == n])
+        knees.append({"strategy": n, "knee": k})
+    kdf = pd.DataFrame([k for k in knees if k["knee"] is not None])
+    x = alt.X("load:Q", title=f"offered load ({curves['field']})")
+    color = alt.Color("strategy:N", sort=list(dict.fromkeys(df["strategy"])))
+
+    def chart(y: str, title: str, log: bool = False):
+        c = alt.Chart(df).mark_line(point=True).encode(
+            x=x, y=alt.Y(f"{y}:Q", title=title, scale=alt.Scale(type="log") if log else
+                         alt.Undefined), color=color,
+            tooltip=["strategy", "load", alt.Tooltip(f"{y}:Q", format=",.2f")])
+        if not kdf.empty:
+            c = c + alt.Chart(kdf).mark_rule(strokeDash=[4, 3]).encode(
+                x="knee:Q", color=color, tooltip=["strategy", "knee"])
+        return c.properties(height=260)
+
+    lat = df.melt(id_vars=["strategy", "load"], value_vars=["p50_us", "p99_us"],
+                  var_name="percentile", value_name="us")
+    lat_chart = alt.Chart(lat).mark_line(point=True).encode(
+        x=x, y=alt.Y("us:Q", title="latency (us)", scale=alt.Scale(type="log")), color=color,
+        strokeDash=alt.StrokeDash("percentile:N", title="percentile"),
+        tooltip=["strategy", "load", "percentile", alt.Tooltip("us:Q", format=",.1f")])
+    if not kdf.empty:
+        lat_chart = lat_chart + alt.Chart(kdf).mark_rule(strokeDash=[4, 3]).encode(
+            x="knee:Q", color=color, tooltip=["strategy", "knee"])
+    c1, c2, c3 = st.columns(3)
+    c1.altair_chart(lat_chart.properties(height=260), width="stretch")
+    c2.altair_chart(chart("cpus", "CPUs utilized"), width="stretch")
+    c3.altair_chart(chart("cpu_us_per_req", "CPU us per request"), width="stretch")
+    st.caption("Knee (dashed): the last load before p99 latency doubles from the lightest "
+               "load or throughput falls below 95% of the offered rate. " + "; ".join(
+                   f"{k['strategy']}: " + ("not reached" if k["knee"] is None
+                                           else f"{k['knee']:g}") for k in knees))
+
+
 def page() -> None:
     st.set_page_config(page_title="warmcore explorer", layout="wide")
     init_state()
@@ -432,6 +533,7 @@ def page() -> None:
     for r in results:
         for w in r.warnings:
             st.warning(f"{r.strategy}: {w}")
+    load_curves(sc, names)
 
 
 page()

@@ -181,3 +181,28 @@ def test_an_upload_with_unknown_strategy_tunables_is_refused():
     assert not at.exception, at.exception
     assert [e.value for e in at.error] == [
         "t.toml: strategy.params.bogus: unknown key"]
+
+
+def test_load_curves_run_every_strategy_at_every_load_and_mark_the_knee():
+    at = started()
+    at.text_input(key=f"loads{at.session_state.gen}").set_value("1, 2, 4")
+    at.button[[b.label for b in at.button].index("Compute load curves")].click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    rows = at.session_state.curves["rows"]
+    assert [(r["strategy"], r["load"]) for r in rows] == [
+        (n, x) for n in ("pc", "pec", "epc") for x in (1, 2, 4)]
+    assert len(at.get("vega_lite_chart")) == 4         # breakdown + three curves
+    knees = [c.value for c in at.main.caption if c.value.startswith("Knee")]
+    assert len(knees) == 1 and all(f"{n}: " in knees[0] for n in ("pc", "pec", "epc"))
+    # more connections than one: more throughput for pc
+    pc = [r["throughput_rps"] for r in rows if r["strategy"] == "pc"]
+    assert pc[1] > pc[0]
+
+
+def test_bad_loads_are_one_line():
+    at = started()
+    at.text_input(key=f"loads{at.session_state.gen}").set_value("1, lots")
+    at.button[[b.label for b in at.button].index("Compute load curves")].click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["loads: '1, lots' is not a list of positive numbers"]

@@ -72,14 +72,21 @@ def test_explorer_renders_in_chromium(tmp_path):
                 page.locator('[data-testid="stVegaLiteChart"] canvas, '
                              '[data-testid="stVegaLiteChart"] svg').first.wait_for(
                     timeout=60_000)
-                page.wait_for_timeout(1000)
+                # the load curves, with their progress bar, then three more charts
+                page.get_by_role("button", name="Compute load curves").click()
+                page.get_by_text("Knee (dashed)").first.wait_for(timeout=120_000)
+                charts = page.locator('[data-testid="stVegaLiteChart"]')
+                page.wait_for_function(
+                    "document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')"
+                    ".length >= 4", timeout=60_000)
+                page.wait_for_timeout(1500)
                 shot = tmp_path / "explorer.png"
                 page.screenshot(path=str(shot), full_page=True)
                 assert shot.stat().st_size > 10_000
                 assert page.locator('[data-testid="stException"]').count() == 0
                 # the comparison table (one of the data frames) and the chart are there
                 assert table.count() >= 2
-                assert page.locator('[data-testid="stVegaLiteChart"]').count() >= 1
+                assert charts.count() >= 4
                 assert page.get_by_text("Comparison").count() >= 1
                 if os.environ.get("WARMCORE_SCREENSHOT"):
                     shot_copy = Path(os.environ["WARMCORE_SCREENSHOT"])
