@@ -1,7 +1,7 @@
 """The ``warmcore`` command line.
 
     warmcore run SCENARIO [--strategy NAME] [--set PATH=VALUE ...] [--seed N]
-                 [--requests N | --duration SECONDS] [--json]
+                 [--requests N | --duration SECONDS] [--json] [--trace FILE.json]
     warmcore compare SCENARIO --strategies A,B,... [--load L1,L2,...] [same options] [--json]
     warmcore scenarios | presets | strategies
     warmcore explore [--port N]      # the what-if explorer in the browser (needs [app])
@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one scenario")
     _scenario_args(run)
     run.add_argument("--strategy", help="execution strategy (see `warmcore strategies`)")
+    run.add_argument("--trace", metavar="FILE.json", help="also write the run's last kernel "
+                     "events (run.trace_events, default 5000) as a Chrome trace-event file "
+                     "(Perfetto UI, chrome://tracing)")
     cmp_ = sub.add_parser("compare", help="run several strategies on one scenario")
     _scenario_args(cmp_)
     cmp_.add_argument("--strategies", required=True,
@@ -87,7 +90,27 @@ def main(argv: list[str] | None = None) -> int:
 def cmd_run(args) -> int:
     from warmcore.api import simulate
 
-    res = simulate(_load(args, strategy=args.strategy))
+    sc = _load(args, strategy=args.strategy)
+    added = False
+    if args.trace:
+        if not args.trace.endswith(".json"):
+            raise UsageError(f"--trace: {args.trace!r} should name a .json file")
+        if sc.run.trace_events == 0:
+            from warmcore.trace import DEFAULT_EVENTS
+
+            sc, added = sc.with_({"run.trace_events": DEFAULT_EVENTS}), True
+    res = simulate(sc)
+    if args.trace:
+        from warmcore.trace import write_chrome_trace
+
+        try:
+            write_chrome_trace(res, args.trace)
+        except OSError as e:
+            raise UsageError(f"--trace: cannot write {args.trace} ({e.strerror})") from None
+        if added:            # the printed result is the run's as asked, without the rows
+            res = res.model_copy()
+            res.trace = None
+            res.model_fields_set.discard("trace")
     if args.json:
         print(res.to_json())
     else:
