@@ -88,6 +88,13 @@ def run_at_load(scenario_toml: str, strategy: str, load: float) -> dict:
     return warmcore.compare(sc, [strategy], loads=[load])[0].to_dict()
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def run_traced(scenario_toml: str, strategy: str, events: int) -> dict:
+    """One strategy with its last ``events`` kernel events kept (``run.trace_events``)."""
+    sc = warmcore.Scenario.from_toml(scenario_toml).with_({"run.trace_events": events})
+    return warmcore.compare(sc, [strategy])[0].to_dict()
+
+
 # -- state --------------------------------------------------------------------------------
 
 def one_line(e: Exception) -> str:
@@ -479,6 +486,76 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
                                            else f"{k['knee']:g}") for k in knees))
 
 
+def timeline(names: list[str]) -> None:
+    """Which thread ran where over the run's last kernel events, per CPU; the same
+    window as a Chrome trace-event file."""
+    from warmcore.trace import chrome_trace
+
+    st.subheader("Timeline: which thread ran on which CPU")
+    with st.form("timeline_form"):
+        c1, c2 = st.columns(2)
+        who = c1.selectbox("Strategy", names, key=f"tl_strategy{st.session_state.gen}")
+        events = c2.number_input("Kernel events (the run's last)", min_value=50,
+                                 max_value=20_000, value=600, step=100,
+                                 key=f"tl_events{st.session_state.gen}",
+                                 help="`run.trace_events`: the window ends with the run")
+        go = st.form_submit_button("Show timeline")
+    shown = st.session_state.get("timeline")
+    if go:
+        try:
+            with st.spinner(f"simulating {who} with its trace"):
+                d = run_traced(st.session_state.toml, who, int(events))
+        except Exception as e:
+            st.error(f"run failed: {one_line(e)}")
+            return
+        shown = st.session_state.timeline = {"toml": st.session_state.toml, "result": d}
+    if not shown or shown["toml"] != st.session_state.toml:
+        st.caption("One more run of the chosen strategy with its kernel trace kept.")
+        return
+    r = warmcore.Result.from_dict(shown["result"])
+    doc = chrome_trace(r)
+    ev = doc["traceEvents"]
+    cpu_names = {e["tid"]: e["args"]["name"] for e in ev
+                 if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == 1}
+    t0 = doc["otherData"]["window_us"][0] if doc["otherData"]["window_us"] else 0.0
+    bars = pd.DataFrame([{"cpu": cpu_names[e["tid"]], "start_us": e["ts"] - t0,
+                          "end_us": e["ts"] - t0 + e["dur"], "thread": e["args"]["thread"],
+                          "step": e["name"], "request": e["args"].get("request", -1)}
+                         for e in ev if e["ph"] == "X" and e["pid"] == 1])
+    if bars.empty:
+        st.info("no kernel events in this run")
+        return
+    where = {}
+    for e in ev:                          # the CPU a migrating thread arrived on
+        if e["ph"] == "X" and e["pid"] == 2 and e["cat"] == "thread":
+            where[(e["tid"], e["ts"])] = e["args"]["cpu"]
+    migr = pd.DataFrame([{"cpu": cpu_names[where[(e["tid"], e["ts"])]], "t_us": e["ts"] - t0,
+                          "what": f"thread {e['tid']}: {e['name']}"}
+                         for e in ev if e["ph"] == "i" and (e["tid"], e["ts"]) in where])
+    order = [cpu_names[k] for k in sorted(cpu_names)]
+    gantt = alt.Chart(bars).mark_bar().encode(
+        x=alt.X("start_us:Q", title="simulated us from the window's start"), x2="end_us:Q",
+        y=alt.Y("cpu:N", sort=order, title=None, axis=alt.Axis(labelLimit=400)),
+        color=alt.Color("thread:N", title="thread"),
+        tooltip=["cpu", "thread", "step", "request", alt.Tooltip("start_us:Q", format=".2f"),
+                 alt.Tooltip("end_us:Q", format=".2f")])
+    if not migr.empty:
+        gantt = gantt + alt.Chart(migr).mark_point(shape="triangle-down", color="black",
+                                                   size=60, filled=True).encode(
+            x="t_us:Q", y=alt.Y("cpu:N", sort=order), tooltip=["what", "t_us"])
+    st.altair_chart(gantt.properties(height=max(160, 28 * len(order))), width="stretch")
+    od = doc["otherData"]
+    st.caption(f"{r.strategy}: the run's last {od['kernel_events']:,} kernel events, "
+               f"{(od['window_us'][1] - od['window_us'][0]):,.0f} simulated us; "
+               f"{len(migr)} migrations (black triangles); CPU labels give each CPU's mean "
+               "clock over the run.")
+    import json
+
+    st.download_button("Download as Chrome trace (Perfetto, chrome://tracing)",
+                       json.dumps(doc), file_name=f"{r.scenario}-{r.strategy}.trace.json",
+                       mime="application/json")
+
+
 def page() -> None:
     st.set_page_config(page_title="warmcore explorer", layout="wide")
     init_state()
@@ -534,6 +611,7 @@ def page() -> None:
         for w in r.warnings:
             st.warning(f"{r.strategy}: {w}")
     load_curves(sc, names)
+    timeline(names)
 
 
 page()

@@ -206,3 +206,28 @@ def test_bad_loads_are_one_line():
     at.button[[b.label for b in at.button].index("Compute load curves")].click().run()
     assert not at.exception
     assert [e.value for e in at.error] == ["loads: '1, lots' is not a list of positive numbers"]
+
+
+def test_timeline_shows_the_trace_and_matches_the_cli_trace_file(tmp_path):
+    from warmcore.trace import chrome_trace
+    import warmcore
+
+    at = started()
+    gen = at.session_state.gen
+    at.selectbox(key=f"tl_strategy{gen}").set_value("pec")
+    at.number_input(key=f"tl_events{gen}").set_value(400)
+    at.button[[b.label for b in at.button].index("Show timeline")].click().run()
+    assert not at.exception, at.exception
+    assert not at.error
+    assert len(at.get("vega_lite_chart")) == 2             # breakdown + Gantt
+    assert any(c.value.startswith("pec: the run's last 400 kernel events")
+               for c in at.main.caption)
+    assert any("Chrome trace" in b.proto.label for b in at.get("download_button"))
+    shown = chrome_trace(warmcore.Result.from_dict(at.session_state.timeline["result"]))
+    path = tmp_path / "setup.toml"
+    path.write_text(at.session_state.toml)
+    out = tmp_path / "t.json"
+    subprocess.run([sys.executable, "-m", "warmcore.cli", "run", str(path), "--strategy", "pec",
+                    "--set", "run.trace_events=400", "--trace", str(out)], check=True,
+                   capture_output=True, cwd=ROOT)
+    assert json.loads(out.read_text()) == json.loads(json.dumps(shown))

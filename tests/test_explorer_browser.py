@@ -72,6 +72,9 @@ def test_explorer_renders_in_chromium(tmp_path):
                 page.locator('[data-testid="stVegaLiteChart"] canvas, '
                              '[data-testid="stVegaLiteChart"] svg').first.wait_for(
                     timeout=60_000)
+                page.wait_for_timeout(1000)
+                top = tmp_path / "explorer-top.png"
+                page.screenshot(path=str(top))
                 # the load curves, with their progress bar, then three more charts
                 page.get_by_role("button", name="Compute load curves").click()
                 page.get_by_text("Knee (dashed)").first.wait_for(timeout=120_000)
@@ -79,6 +82,12 @@ def test_explorer_renders_in_chromium(tmp_path):
                 page.wait_for_function(
                     "document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')"
                     ".length >= 4", timeout=60_000)
+                # the timeline: one more chart, a Gantt of the run's last kernel events
+                page.get_by_role("button", name="Show timeline").click()
+                page.wait_for_function(
+                    "document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')"
+                    ".length >= 5", timeout=60_000)
+                page.get_by_text("Download as Chrome trace").first.wait_for(timeout=60_000)
                 page.wait_for_timeout(1500)
                 shot = tmp_path / "explorer.png"
                 page.screenshot(path=str(shot), full_page=True)
@@ -86,11 +95,12 @@ def test_explorer_renders_in_chromium(tmp_path):
                 assert page.locator('[data-testid="stException"]').count() == 0
                 # the comparison table (one of the data frames) and the chart are there
                 assert table.count() >= 2
-                assert charts.count() >= 4
+                assert charts.count() >= 5
                 assert page.get_by_text("Comparison").count() >= 1
-                if os.environ.get("WARMCORE_SCREENSHOT"):
-                    shot_copy = Path(os.environ["WARMCORE_SCREENSHOT"])
-                    shot_copy.write_bytes(shot.read_bytes())
+                if os.environ.get("WARMCORE_SCREENSHOT"):     # for docs/: top and bottom
+                    copy = Path(os.environ["WARMCORE_SCREENSHOT"])
+                    copy.write_bytes(top.read_bytes())
+                    copy.with_name(copy.stem + "-end.png").write_bytes(shot.read_bytes())
             finally:
                 browser.close()
     finally:
