@@ -33,7 +33,7 @@ def check_format(doc: dict) -> dict[int, list]:
                 by_cpu[e["tid"]].append((e["ts"], e["dur"]))
     for cpu, slices in by_cpu.items():
         slices.sort()
-        for (t0, d0), (t1, _) in zip(slices, slices[1:]):
+        for (t0, d0), (t1, _) in zip(slices, slices[1:], strict=False):
             assert t0 + d0 <= t1 + 1e-6, (cpu, t0, d0, t1)     # 1e-6 us of float rounding
     return by_cpu
 

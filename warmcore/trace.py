@@ -108,7 +108,7 @@ def _clip(events: list[dict]) -> int:
     n = 0
     for slices in tracks.values():
         slices.sort(key=lambda e: e["ts"])
-        for a, b in zip(slices, slices[1:]):
+        for a, b in zip(slices, slices[1:], strict=False):
             if a["ts"] + a["dur"] > b["ts"]:
                 a["dur"] = b["ts"] - a["ts"]
                 n += 1
