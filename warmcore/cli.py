@@ -189,7 +189,7 @@ def cmd_sweep(args) -> int:
 def cmd_explore(args) -> int:
     """``streamlit run`` on the installed app (warmcore/app.py), loopback only, headless."""
     import importlib.util
-    import subprocess
+    import os
     from pathlib import Path
 
     if importlib.util.find_spec("streamlit") is None:
@@ -203,13 +203,10 @@ def cmd_explore(args) -> int:
     cmd = [sys.executable, "-m", "streamlit", "run", str(app),
            "--server.address", "127.0.0.1", "--server.port", str(args.port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false"]
-    proc = subprocess.Popen(cmd)
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        proc.wait()
-        return 130
+    # Streamlit replaces this process: a signal to it (Ctrl-C, kill) stops the server
+    # itself, and no child outlives its parent.
+    os.execv(sys.executable, cmd)
+    return 0            # not reached
 
 
 def cmd_scenarios(args) -> int:
