@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import build_wheel
+
 pytest.importorskip("streamlit")
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,10 +31,7 @@ def installed(tmp_path_factory) -> Path:
     """The wheel unpacked into a folder put first on PYTHONPATH (the test venv has the
     dependencies)."""
     tmp = tmp_path_factory.mktemp("wheel")
-    env = dict(os.environ, CC="/bin/false")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp),
-                    str(ROOT)], check=True, env=env, capture_output=True)
-    (wheel,) = tmp.glob("warmcore-*.whl")
+    wheel = build_wheel(tmp)
     site = tmp / "site"
     zipfile.ZipFile(wheel).extractall(site)
     app = site / "warmcore" / "app.py"
@@ -43,9 +42,16 @@ def installed(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_the_installed_app_runs(installed, tmp_path):
-    code = ("import warmcore, sys; from streamlit.testing.v1 import AppTest; "
+    # As `streamlit run` does, the app's own folder (installed: the warmcore package)
+    # comes first on sys.path; the app takes it off so that warmcore/trace.py does not
+    # stand in for the stdlib's trace.
+    code = ("import os, sys; sys.path.insert(0, os.path.dirname(sys.argv[1])); "
+            "import warmcore; from streamlit.testing.v1 import AppTest; "
             "at = AppTest.from_file(sys.argv[1], default_timeout=120).run(); "
             "assert not at.exception, at.exception; "
+            "sys.modules.pop('trace', None); import trace; "
+            "assert 'site-packages' not in trace.__file__ and 'warmcore' not in "
+            "trace.__file__, trace.__file__; "
             "print(warmcore.__file__); "
             "print(','.join(d.value.index[0] for d in at.main.dataframe))")
     env = dict(os.environ, PYTHONPATH=str(installed))

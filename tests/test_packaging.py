@@ -3,7 +3,6 @@ folders, the compiled hot path (or its .py fallback) and the built-in scenarios.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import zipfile
@@ -11,16 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import build_wheel
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
 def test_the_wheel_installs_one_top_level_package(tmp_path):
     # Without a C compiler the (optional) extensions are skipped: faster, same layout.
-    env = dict(os.environ, CC="/bin/false")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w",
-                    str(tmp_path), str(ROOT)], check=True, env=env, capture_output=True)
-    (wheel,) = tmp_path.glob("warmcore-*.whl")
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"warmcore"}
@@ -30,6 +28,7 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
                      "warmcore/simcore/scenarios/pipeline.toml"):
         assert expected in names
     assert not any(n.startswith(("tests/", "setup.py", "bench/")) for n in names)
+    assert not any(n.endswith(".so") for n in names)      # no stale extension slipped in
 
 
 def test_import_from_the_top_of_a_checkout_finds_the_mapped_folders():
