@@ -74,3 +74,17 @@ def build_wheel(dest, compiled: bool = False):
                     str(src)], check=True, env=env, capture_output=True)
     (wheel,) = Path(dest).glob("warmcore-*.whl")
     return wheel
+
+
+def stop(proc, timeout: float = 10.0) -> None:
+    """End a server a test started: SIGTERM, then SIGKILL if it lingers."""
+    import subprocess
+
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

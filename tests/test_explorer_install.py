@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import build_wheel
+from tests.helpers import build_wheel, stop
 
 pytest.importorskip("streamlit")
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,12 +84,7 @@ def test_warmcore_explore_serves_the_installed_app_on_loopback(installed, tmp_pa
                 assert time.monotonic() < end, "the explorer did not come up"
                 time.sleep(0.3)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def test_explore_refuses_a_bad_port(capsys):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from warmcore.cli import main
+from tests.helpers import stop
 from warmcore.sweeps import load_spec, read_results, sweep
 
 SPEC = """
@@ -193,11 +194,7 @@ def test_a_real_dask_scheduler_and_worker_on_loopback(tmp_path):
         assert rows(tmp_path / "dask").equals(rows(tmp_path / "local"))
     finally:
         for proc in (worker, sched):
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
 
 
 def test_spec_loads_and_counts_its_points(tmp_path):
