@@ -172,7 +172,7 @@ def _number(gov: str, key: str, value) -> float:
 class NoTunables(BaseModel):
     """The fixed governors (performance, powersave, userspace) take no tunables."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
@@ -183,7 +183,10 @@ class DbsTunables(NoTunables):
     defaults are the kernel's (sampling_rate: 10 ms, the usual transition-latency
     based value on x86)."""
 
-    sampling_rate_us: FiniteFloat = Field(default=10000.0, gt=0,
+    # Bounded below: each sample is an event on every CPU, and the kernel itself
+    # refuses rates under its minimum (cpufreq_governor.c: dbs_data->min_sampling_rate,
+    # 10 ms x ... on old kernels; 2 x the transition latency, at least 100 us on x86).
+    sampling_rate_us: FiniteFloat = Field(default=10000.0, ge=100, le=1e7,
                                           description="cpufreq_governor.c sampling_rate")
     up_threshold: FiniteFloat = Field(default=95.0, ge=1, le=100, description=(
         "cpufreq_ondemand.c DEF_FREQUENCY_UP_THRESHOLD 80, 95 with idle micro-accounting"))
@@ -215,7 +218,7 @@ class ConservativeTunables(DbsTunables):
 
 
 class SchedutilTunables(NoTunables):
-    rate_limit_us: FiniteFloat = Field(default=1000.0, gt=0, description=(
+    rate_limit_us: FiniteFloat = Field(default=1000.0, gt=0, le=1e7, description=(
         "cpufreq_schedutil.c rate_limit_us (transition latency based, ~1-2 ms)"))
 
 

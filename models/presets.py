@@ -6,17 +6,24 @@ Every figure names its source in ``sources`` (or in a comment beside it). The
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from warmcore.simcore.config import over_cap
 
 MAX_CPUS = 1024   # beyond this a run would take minutes per thousand requests
+# One documented cap for the many numeric knobs of a preset (sizes in KiB/MiB,
+# latencies in ns/us/cycles, watts, GHz): past it a cost is not a machine's but an
+# overflow; ways, channels and line sizes stay below 4096.
+PRESET_CAPS = {float: 1e6, int: 4096}
 
 
 class PresetExtra(BaseModel):
     """Less common machine knobs, with their defaults and sources (models.hardware)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+    GENERIC_CAPS: ClassVar[dict] = PRESET_CAPS
 
     private_l2: bool = Field(default=True, description=(
         "False for chips whose L2 is the last level (L1 misses go straight to the LLC)"))
@@ -29,13 +36,20 @@ class PresetExtra(BaseModel):
     cstate_deep_after_us: float = Field(default=600.0, ge=0, description=(
         "intel_idle C6 target residency on Skylake: idle longer, the deep exit applies"))
 
+    @model_validator(mode="after")
+    def _capped(self):
+        if (err := over_cap(self, PRESET_CAPS)) is not None:
+            raise ValueError(err)
+        return self
+
 
 class Preset(BaseModel):
     """A CPU: topology, clocks, caches, latencies, OS costs and power. Frozen and
     validated: an impossible value (a negative size, descending P-states) is
     rejected with its field's name."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+    GENERIC_CAPS: ClassVar[dict] = PRESET_CAPS
 
     name: str
     description: str
@@ -47,12 +61,15 @@ class Preset(BaseModel):
     llc_domains_per_socket: int = Field(default=1, gt=0,
                                         description='CCX count on AMD Zen; 1 on Intel')
     # Clocks (GHz). P-states ascending; turbo is used only when ``turbo`` is on.
-    pstates_ghz: tuple[PositiveFloat, ...] = Field(default=(1.0,))
+    pstates_ghz: tuple[Annotated[float, Field(ge=0.01, le=10)], ...] = Field(
+        default=(1.0,), max_length=256)
     turbo_ghz: float | None = Field(default=None, gt=0)
     turbo: bool = Field(default=False)
     freq_domain: Literal["core", "package"] = Field(default="core",
                                                     description='"core" or "package"')
-    default_governor: str = Field(default="performance")
+    default_governor: Literal["performance", "powersave", "userspace", "ondemand",
+                              "conservative", "schedutil"] = Field(
+        default="performance", description="models.dvfs.GOVERNORS")
     transition_latency_us: float = Field(default=20.0, ge=0, description='docs/MODEL.md: ~20 us')
     # Pipeline: instructions per cycle of the reference workload with warm caches
     base_ipc: float = Field(default=1.0, gt=0)
@@ -76,7 +93,8 @@ class Preset(BaseModel):
     c2c_cross_llc_ns: float = Field(default=100.0, ge=0)
     c2c_socket_ns: float = Field(default=130.0, ge=0)
     # SMT: total core throughput for k busy hardware threads, k = 1..threads_per_core
-    smt_throughput: tuple[PositiveFloat, ...] = Field(default=(1.0,))
+    smt_throughput: tuple[Annotated[float, Field(ge=0.01, le=64)], ...] = Field(
+        default=(1.0,), max_length=64)
     # Memory
     mem_bw_gbs: float = Field(default=20.0, gt=0, description='per socket')
     mem_channels: int = Field(default=2, gt=0)
@@ -113,8 +131,12 @@ class Preset(BaseModel):
             raise ValueError(f"llc_domains_per_socket: {self.llc_domains_per_socket} LLC "
                              f"domains for {self.cores_per_socket} cores")
         if self.n_cpus > MAX_CPUS:
-            raise ValueError(f"cores_per_socket: {self.n_cpus} CPUs is more than warmcore "
-                             f"simulates (at most {MAX_CPUS})")
+            raise ValueError(f"cores_per_socket: {self.sockets} sockets x "
+                             f"{self.cores_per_socket} cores x {self.threads_per_core} threads "
+                             f"= {self.n_cpus} CPUs, more than warmcore simulates "
+                             f"(at most {MAX_CPUS})")
+        if (err := over_cap(self, PRESET_CAPS)) is not None:
+            raise ValueError(err)
         return self
 
     @property

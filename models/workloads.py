@@ -17,11 +17,17 @@ affinity.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
-from pathlib import Path
 
 from warmcore.models.distributions import sampler
-from warmcore.simcore.config import ConfigError
+from warmcore.simcore.config import (
+    MAX_HORIZON_S,
+    MAX_TRACE_ARRIVALS,
+    MAX_TRACE_BYTES,
+    ConfigError,
+    read_text,
+)
 from warmcore.simcore.kernel import fast_timeout
 from warmcore.simcore.work import (
     CODE,
@@ -317,8 +323,11 @@ class OpenLoop(Workload):
             self.on_arrival(c)
 
     def catch_up(self, now: float) -> None:
-        """Deliver every arrival due by ``now`` that had no event of its own."""
-        while self.t_next <= now:
+        """Deliver every arrival due by ``now`` that had no event of its own; stop once
+        the run has overflowed (run.max_in_flight): an overload of any size then costs
+        at most that many requests of memory."""
+        rec = self.rec
+        while self.t_next <= now and not rec.overflowed:
             self._deliver_next()
 
     # A thread went idle: the next arrival may now wake it. (No delivery here: the
@@ -330,22 +339,24 @@ class OpenLoop(Workload):
         make = self.factory.make
         conns = self.connections
         pick = self.pick
+        rec = self.ctx.recorder
         for t in self.times:
             if t > env.now:
                 yield env.timeout(t - env.now)
+            if rec.overflowed:          # arrivals at one instant never advance time
+                return
             c = conns[int(pick())] if pick else conns[0]
             self.deliver(make(env.now, c.id), c)
         self.ctx.recorder.source_exhausted = True
 
 
-def read_trace(path: str) -> list[float]:
+def read_trace(path: str) -> array:
     """Arrival times in seconds, one per line (blank lines and # comments skipped),
-    non-decreasing."""
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ConfigError("workload.trace_file", f"cannot read {path!r} ({e.strerror})") from None
-    times = []
+    finite, non-decreasing, within MAX_HORIZON_S, at most MAX_TRACE_ARRIVALS of them
+    (held as 8-byte floats)."""
+    field = "workload.trace_file"
+    text = read_text(path, field, MAX_TRACE_BYTES)
+    times = array("d")
     for n, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip().split(",")[0]
         if not line:
@@ -353,14 +364,17 @@ def read_trace(path: str) -> list[float]:
         try:
             t = float(line)
         except ValueError:
-            raise ConfigError("workload.trace_file",
-                              f"{path}:{n}: {line!r} is not a time in seconds") from None
-        if t < 0 or (times and t < times[-1]):
-            raise ConfigError("workload.trace_file",
-                              f"{path}:{n}: times must be non-negative and non-decreasing")
+            raise ConfigError(field, f"{path}:{n}: {line!r} is not a time in seconds") from None
+        if not 0 <= t <= MAX_HORIZON_S:
+            raise ConfigError(field, f"{path}:{n}: {line!r} is not a time in seconds from 0 to "
+                                     f"{MAX_HORIZON_S:g}")
+        if times and t < times[-1]:
+            raise ConfigError(field, f"{path}:{n}: times must be non-decreasing")
+        if len(times) == MAX_TRACE_ARRIVALS:
+            raise ConfigError(field, f"{path}:{n}: more than {MAX_TRACE_ARRIVALS:,} arrivals")
         times.append(t)
     if not times:
-        raise ConfigError("workload.trace_file", f"{path} holds no arrival times")
+        raise ConfigError(field, f"{path} holds no arrival times")
     return times
 
 

@@ -8,6 +8,7 @@ overrides. Every error becomes one line naming the field and the reason
 from __future__ import annotations
 
 import copy
+import re
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,9 +16,35 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+# Caps (docs/formats.md "Ranges and caps"). Past them a run's cost or memory is
+# unbounded in practice, or float time loses its resolution; every one is a
+# documented range of the typed parameter space, so the explorer and sweeps show
+# and enforce the same limits.
+MAX_US = 1e7            # one step of work, a call, a think time: 10 simulated seconds
+MIN_US = 1e-3           # 1 ns: below this a duration is lost in float rounding
+MAX_KIB = 1 << 20       # a footprint of 1 GiB per request
+MAX_COUNT = 100_000     # threads, connections, clients, jobs, producers, permits
+MAX_OPS = 1e6           # contended read-modify-writes per request
+MAX_RATE = 1e9          # offered load, requests per simulated second (one per ns)
+MAX_REQUESTS = 100_000_000
+MAX_HORIZON_S = 1e6     # simulated seconds: float time keeps 0.1 ns resolution up to here
+MAX_REPLICATIONS = 1000
+MAX_TRACE_EVENTS = 1_000_000
+MAX_IN_FLIGHT = 1_000_000   # 0.85 GB of requests in flight
+MAX_PROGRAM_STEPS = 1000
+MAX_LIST = 1_000_000    # values of an empirical distribution, CPUs in a list
+MAX_FILE_BYTES = 1 << 20   # a scenario or sweep file (TOML): 1 MiB
+MAX_TRACE_BYTES = 1 << 28  # an arrival-trace file: 256 MiB
+MAX_TRACE_ARRIVALS = 10_000_000   # held as 8-byte floats: 80 MB
+
 Pos = Annotated[float, Field(gt=0)]
 NonNeg = Annotated[float, Field(ge=0)]
 PosInt = Annotated[int, Field(gt=0)]
+Micros = Annotated[float, Field(ge=MIN_US, le=MAX_US)]       # a positive duration in us
+MicrosOrZero = Annotated[float, Field(ge=0, le=MAX_US)]
+Kib = Annotated[float, Field(ge=0, le=MAX_KIB)]
+Count = Annotated[int, Field(gt=0, le=MAX_COUNT)]
+Cv = Annotated[float, Field(gt=0, le=100)]                   # coefficient of variation
 DistKind = Literal["deterministic", "exponential", "lognormal", "empirical"]
 
 
@@ -30,8 +57,37 @@ class ConfigError(ValueError):
         super().__init__(f"{field}: {reason}")
 
 
+FLOAT_FLOOR = 1e-3      # a non-zero float knob smaller than this is a typo or an attack
+
+
+def over_cap(model: BaseModel, caps: dict[type, float]) -> str | None:
+    """"field: reason" for the first numeric field of ``model`` above the cap for its
+    type (``caps``: {int: ..., float: ...}) that has no upper bound of its own, or a
+    non-zero float below FLOAT_FLOOR (a divisor that small overflows a cost to
+    infinity, a period that small stops simulated time); None if all are within.
+    Models whose many tunables share one documented cap (a strategy's
+    Params, a preset) declare it once this way; warmcore.parameters shows it as
+    their range."""
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if isinstance(value, float) and 0 < abs(value) < FLOAT_FLOOR:
+            return (f"{name}: {value!r} is below warmcore's floor of {FLOAT_FLOOR:g} "
+                    "(0 or at least that)")
+        if any(getattr(m, "le", None) is not None or getattr(m, "lt", None) is not None
+               for m in info.metadata):
+            continue
+        cap = caps.get(type(value))
+        if cap is not None and abs(value) > cap:
+            return f"{name}: {value!r} is above warmcore's cap of {cap:g}"
+    return None
+
+
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # strict: no silent coercion ("4" is not 4, "yes" is not true); no NaN or infinity
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True,
+                              allow_inf_nan=False)
 
 
 class Effects(Strict):
@@ -49,13 +105,13 @@ class Effects(Strict):
 
 class MachineCfg(Strict):
     preset: str = "ideal"
-    cores: PosInt | None = Field(default=None,
-                                 description='cores per socket (CPUs, on the ideal machine)')
-    threads_per_core: PosInt | None = None
-    sockets: PosInt | None = None
+    cores: Annotated[int, Field(gt=0, le=1024)] | None = Field(
+        default=None, description='cores per socket (CPUs, on the ideal machine)')
+    threads_per_core: Annotated[int, Field(gt=0, le=8)] | None = None
+    sockets: Annotated[int, Field(gt=0, le=64)] | None = None
     governor: str | None = None
-    frequency_ghz: Pos | None = Field(default=None,
-                                      description="the userspace governor's fixed clock")
+    frequency_ghz: Annotated[float, Field(gt=0, le=10)] | None = Field(
+        default=None, description="the userspace governor's fixed clock")
     turbo: bool | None = None
     governor_params: dict[str, float] = {}
     overrides: dict[str, Any] = Field(
@@ -67,9 +123,10 @@ class ServiceShape(Strict):
     """Service demand of one request: the consume (handle) step."""
 
     service: DistKind = "exponential"
-    service_us: Pos = 100.0
-    service_cv: Pos = Field(default=1.0, description='lognormal only')
-    service_values_us: list[Pos] | None = Field(default=None, description='empirical only')
+    service_us: Micros = 100.0
+    service_cv: Cv = Field(default=1.0, description='lognormal only')
+    service_values_us: Annotated[list[Micros], Field(max_length=MAX_LIST)] | None = Field(
+        default=None, description='empirical only')
     # A connection hands the server one request at a time (HTTP/1.1): the next is
     # readable once the previous has been handled. Default: on for saturating
     # (pipelined) connections, off for the others.
@@ -87,9 +144,9 @@ class OpenLoop(ServiceShape):
 
     kind: Literal["open"]
     arrival: Literal["poisson", "constant", "trace"] = "poisson"
-    rate_per_s: Pos | None = None
+    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] | None = None
     trace_file: str | None = None
-    connections: PosInt = Field(default=1, description='requests spread over this many connections')
+    connections: Count = Field(default=1, description='requests spread over this many connections')
 
     @model_validator(mode="after")
     def _rate_or_trace(self):
@@ -105,31 +162,32 @@ class ClosedLoop(ServiceShape):
     """N clients, each sending its next request a think time after the last response."""
 
     kind: Literal["closed"]
-    clients: PosInt = 10
+    clients: Count = 10
     think: DistKind = "exponential"
-    think_us: NonNeg = 1000.0
+    think_us: MicrosOrZero = 1000.0
 
 
 class Saturating(ServiceShape):
     """K pipelined connections, each always with its next request ready."""
 
     kind: Literal["saturating"]
-    connections: PosInt = 1
+    connections: Count = 1
 
 
 class Batch(ServiceShape):
     """N jobs released together at time 0; the run reports its makespan."""
 
     kind: Literal["batch"]
-    jobs: PosInt = 8
+    jobs: Count = 8
 
 
 class Connections(ServiceShape):
     """Many connections, each with its own Poisson stream of requests."""
 
     kind: Literal["connections"]
-    connections: PosInt = 100
-    rate_per_s: Pos = Field(default=1000.0, description='total over all connections')
+    connections: Count = 100
+    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] = Field(
+        default=1000.0, description='total over all connections')
     arrival: Literal["poisson", "constant"] = "poisson"
 
 
@@ -138,13 +196,13 @@ class Stream(ServiceShape):
     processes with their own CPU cost per message and affinity."""
 
     kind: Literal["stream"]
-    rate_per_s: Pos | None = Field(default=None,
-                                   description='None: the producer sends as fast as it can')
-    window: PosInt = Field(default=64, description='messages in flight when saturating')
-    producer_us: NonNeg = 2.0
-    consumer_us: NonNeg = 2.0
-    producers: PosInt = 1
-    consumers: PosInt = 1
+    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] | None = Field(
+        default=None, description='None: the producer sends as fast as it can')
+    window: Count = Field(default=64, description='messages in flight when saturating')
+    producer_us: MicrosOrZero = 2.0
+    consumer_us: MicrosOrZero = 2.0
+    producers: Annotated[int, Field(gt=0, le=1024)] = 1
+    consumers: Annotated[int, Field(gt=0, le=1024)] = 1
 
 
 Workload = Annotated[OpenLoop | ClosedLoop | Saturating | Batch | Connections | Stream,
@@ -162,14 +220,14 @@ class Step(Strict):
     distribution), ``call_us`` (a blocking call, its own distribution), ``acquire``
     or ``release`` (a permit of a named resource)."""
 
-    compute_us: Pos | None = None
+    compute_us: Micros | None = None
     service_share: Annotated[float, Field(gt=0, le=1)] | None = None
-    call_us: Pos | None = None
+    call_us: Micros | None = None
     acquire: str | None = None
     release: str | None = None
     distribution: StepDist = Field(default="deterministic",
                                    description='of compute_us or call_us')
-    cv: Pos = Field(default=1.0, description='lognormal only')
+    cv: Cv = Field(default=1.0, description='lognormal only')
 
     @model_validator(mode="after")
     def _one_kind(self):
@@ -184,27 +242,27 @@ class Step(Strict):
 class ResourceCfg(Strict):
     """A named semaphore or connection pool: ``permits`` held at once, a FIFO wait queue."""
 
-    permits: PosInt
-    op_us: NonNeg = Field(default=0.05, description='CPU per acquire or release (a CAS on '
+    permits: Count
+    op_us: MicrosOrZero = Field(default=0.05, description='CPU per acquire or release (a CAS on '
                                                     'the contended state word + queue work)')
 
 
 class WorkCfg(Strict):
     """Shape of the work per request, for the hardware model (all zero: pure compute)."""
 
-    produce_us: NonNeg = Field(default=0.0,
+    produce_us: MicrosOrZero = Field(default=0.0,
                                description='parse/produce step on the producing thread')
-    task_kib: NonNeg = Field(default=0.0,
+    task_kib: Kib = Field(default=0.0,
                              description='request data written by producer, read by consumer')
-    thread_kib: NonNeg = Field(default=0.0, description='private state the handling thread touches')
-    code_kib: NonNeg = Field(default=0.0, description='code and read-mostly data per request')
-    shared_kib: NonNeg = Field(default=0.0, description='shared structures every request touches')
-    conn_kib: NonNeg = Field(default=0.0,
+    thread_kib: Kib = Field(default=0.0, description='private state the handling thread touches')
+    code_kib: Kib = Field(default=0.0, description='code and read-mostly data per request')
+    shared_kib: Kib = Field(default=0.0, description='shared structures every request touches')
+    conn_kib: Kib = Field(default=0.0,
                              description='per-connection state (parser, buffers) every request')
                                    # of the connection reads and writes
-    contended_ops: NonNeg = Field(
+    contended_ops: Annotated[float, Field(ge=0, le=MAX_OPS)] = Field(
         default=0.0, description='read-modify-writes on one contended line per request')
-    backend_us: NonNeg = Field(default=0.0,
+    backend_us: MicrosOrZero = Field(default=0.0,
                                description='blocking call inside the handler (exponential mean)')
     invocation: Literal["BLOCKING", "NON_BLOCKING", "EITHER"] = "BLOCKING"
     # Where the microseconds above were measured: None means on the simulated machine
@@ -214,7 +272,7 @@ class WorkCfg(Strict):
     reference_preset: str | None = None
     # A request program: the handling as a sequence of steps (None: one consume step of
     # service_us, then backend_us if set).
-    program: list[Step] | None = None
+    program: Annotated[list[Step], Field(max_length=MAX_PROGRAM_STEPS)] | None = None
 
     @model_validator(mode="after")
     def _program(self):
@@ -228,8 +286,10 @@ class WorkCfg(Strict):
 
 
 class ProcessCfg(Strict):
-    threads: PosInt | None = None
-    cpus: PosInt | list[Annotated[int, Field(ge=0)]] | None = None   # N -> CPUs 0..N-1
+    threads: Count | None = None
+    cpus: (Annotated[int, Field(gt=0, le=1024)]
+           | Annotated[list[Annotated[int, Field(ge=0, lt=1024)]], Field(max_length=1024)]
+           | None) = None   # N -> CPUs 0..N-1
 
 
 class StrategyCfg(Strict):
@@ -238,13 +298,17 @@ class StrategyCfg(Strict):
 
 
 class RunCfg(Strict):
-    requests: PosInt | None = None
-    duration_s: Pos | None = None
+    requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
+    duration_s: Annotated[float, Field(gt=0, le=MAX_HORIZON_S)] | None = None
     warmup: Annotated[float, Field(ge=0, lt=1)] = 0.1   # fraction of requests or duration
-    replications: PosInt = 1
-    trace_events: Annotated[int, Field(ge=0)] = 0
-    max_in_flight: PosInt = Field(default=2_000_000,
-                                  description='stop an overloaded run before memory runs out')
+    replications: Annotated[int, Field(gt=0, le=MAX_REPLICATIONS)] = 1
+    trace_events: Annotated[int, Field(ge=0, le=MAX_TRACE_EVENTS)] = 0
+    # An overloaded open loop queues requests without bound; this cap ends the run
+    # (partial) first. Measured: 0.85 KB of memory per request in flight (1.77 GB RSS
+    # at 2,000,000, tests/test_fuzz.py), so the default holds a run near 0.3 GB.
+    max_in_flight: Annotated[int, Field(gt=0, le=MAX_IN_FLIGHT)] = Field(
+        default=250_000, description='stop an overloaded run before memory runs out '
+                                     '(0.85 KB per request in flight)')
 
     @model_validator(mode="after")
     def _needs_a_limit(self):
@@ -265,7 +329,7 @@ class Scenario(Strict):
 
     name: str = "scenario"
     description: str = ""
-    seed: Annotated[int, Field(ge=0)] = 1
+    seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
     machine: MachineCfg = MachineCfg()
     workload: Workload
     work: WorkCfg = WorkCfg()
@@ -301,6 +365,47 @@ class Scenario(Strict):
             raise ConfigError("work.program", f"ends holding {', '.join(held)}: release it")
         return self
 
+    @model_validator(mode="after")
+    def _bounded_horizon(self):
+        """Reject a run whose simulated horizon would pass MAX_HORIZON_S: past it float
+        time loses resolution and the periodic events (governor samples, ticks) grow
+        without bound. An estimate from the run length, the offered load and the work
+        per request, before anything runs."""
+        wl, run = self.workload, self.run
+        if run.requests is None:        # a duration: checked by its own range, with warm-up
+            total = run.duration_s / (1 - run.warmup)
+            if total > MAX_HORIZON_S:
+                raise ConfigError("run.warmup", f"a warm-up of {run.warmup:g} stretches "
+                                  f"{run.duration_s:g} s to {total:.3g} simulated s; at most "
+                                  f"{MAX_HORIZON_S:g}")
+            return self
+        n = run.requests / (1 - run.warmup)
+        rate = getattr(wl, "rate_per_s", None)
+        if rate is not None and getattr(wl, "arrival", None) != "trace":
+            span, field = n / rate, "workload.rate_per_s"
+            why = f"at {rate:g} req/s, {n:.3g} requests (with warm-up) span"
+        else:
+            span = n * self._request_s() / self._concurrency()
+            field, why = "run.requests", f"{n:.3g} requests (with warm-up) take about"
+        if span > MAX_HORIZON_S:
+            raise ConfigError(field, f"{why} {span:.3g} simulated s; at most {MAX_HORIZON_S:g} "
+                              "(docs/formats.md, ranges and caps)")
+        return self
+
+    def _request_s(self) -> float:
+        """Seconds of work and waiting per request (before any hardware effect)."""
+        wl, work = self.workload, self.work
+        us = wl.service_us + work.produce_us + work.backend_us
+        us += getattr(wl, "think_us", 0.0) + getattr(wl, "producer_us", 0.0)
+        for st in work.program or ():
+            us += (st.compute_us or 0.0) + (st.call_us or 0.0)
+        return us * 1e-6
+
+    def _concurrency(self) -> int:
+        wl = self.workload
+        return max(getattr(wl, "clients", 0), getattr(wl, "jobs", 0),
+                   getattr(wl, "window", 0), getattr(wl, "connections", 0) * 64, 1)
+
     @classmethod
     def load(cls, source: str | Path | dict | Scenario, sets: Sequence[str] = ()) -> Scenario:
         """A built-in scenario name, a TOML file, a dict or a Scenario, then ``--set``
@@ -314,12 +419,14 @@ class Scenario(Strict):
         return validate(apply_sets(data, list(sets)))
 
     @classmethod
-    def from_toml(cls, text: str) -> Scenario:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError("scenario", f"not valid TOML ({e})") from None
-        return validate(data)
+    def from_toml(cls, text: str | bytes) -> Scenario:
+        """A scenario from TOML text (or the bytes of an uploaded file: UTF-8, at most
+        MAX_FILE_BYTES)."""
+        if isinstance(text, bytes):
+            if len(text) > MAX_FILE_BYTES:
+                raise ConfigError("scenario", f"larger than {MAX_FILE_BYTES:,} bytes")
+            text = decode_utf8(text, "scenario")
+        return validate(parse_toml(text, "scenario"))
 
     def to_data(self) -> dict:
         """The scenario as plain data (what a TOML file holds; unset options left out)."""
@@ -370,12 +477,43 @@ def read_scenario_dict(name_or_path: str) -> dict:
     elif not p.exists():
         raise ConfigError("scenario", f"{name_or_path!r} is neither a built-in scenario "
                           f"({', '.join(builtin_names())}) nor a file")
+    return parse_toml(read_text(p, "scenario"), f"scenario: {p}")
+
+
+def read_text(path: str | Path, field: str, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """A file's text: at most ``max_bytes``, UTF-8 (the byte offset of the first bad
+    byte otherwise); every failure a ConfigError naming ``field`` and the file."""
     try:
-        return tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError("scenario", f"{p}: not valid TOML ({e})") from None
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
     except OSError as e:
-        raise ConfigError("scenario", f"{p}: cannot read ({e.strerror})") from None
+        raise ConfigError(field, f"{path}: cannot read ({e.strerror})") from None
+    if len(data) > max_bytes:
+        raise ConfigError(field, f"{path}: larger than {max_bytes:,} bytes")
+    return decode_utf8(data, f"{field}: {path}")
+
+
+def decode_utf8(data: bytes, where: str) -> str:
+    """``data`` as text; a ConfigError with the offset of the first byte that is not
+    UTF-8 (a latin-1 file, UTF-16, a binary)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        field, _, name = where.partition(": ")
+        raise ConfigError(field, f"{name + ': ' if name else ''}not UTF-8 text (byte "
+                                 f"{e.start}: 0x{data[e.start]:02x})") from None
+
+
+def parse_toml(text: str, where: str) -> dict:
+    """TOML text as a dict; ``where`` is "field: file" for the error line."""
+    field, _, name = where.partition(": ")
+    prefix = f"{name}: " if name else ""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(field, f"{prefix}not valid TOML ({e})") from None
+    except RecursionError:
+        raise ConfigError(field, f"{prefix}not valid TOML (nested too deeply)") from None
 
 
 def parse_set(assignment: str) -> tuple[list[str], object]:
@@ -383,12 +521,14 @@ def parse_set(assignment: str) -> tuple[list[str], object]:
     if "=" not in assignment:
         raise ConfigError("--set", f"{assignment!r} is not PATH=VALUE")
     path, raw = assignment.split("=", 1)
+    if any(c in assignment for c in "\n\r\x00"):
+        raise ConfigError("--set", f"{path.strip()!r}: the value holds a line break or NUL")
     keys = path.strip().split(".")
     if not all(keys):
         raise ConfigError("--set", f"{path!r} is not a dotted path")
     try:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         value = raw.strip()
     return keys, value
 
@@ -418,16 +558,30 @@ def set_path(data: dict, keys: list[str], value) -> None:
 def switch_strategy(data: dict, name: str, keep: Sequence[str] = ()) -> None:
     """Run ``name`` instead: the scenario's tunables belong to its own strategy, so
     only those named in ``keep`` (given alongside, e.g. on the command line) stay."""
-    st = data.setdefault("strategy", {})
+    st = _table(data, "strategy")
     if st.get("name", "shared-queue") != name:
         st["params"] = {k: v for k, v in st.get("params", {}).items() if k in keep}
     st["name"] = name
 
 
+def _table(data: dict, key: str) -> dict:
+    """data[key], a table (made if missing); a ConfigError if it holds a value."""
+    node = data.setdefault(key, {})
+    if not isinstance(node, dict):
+        raise ConfigError(key, f"should be a table (got {_short(node)})")
+    return node
+
+
+def _short(value, limit: int = 60) -> str:
+    """repr of a value, cut to ``limit`` characters (errors never echo whole tables)."""
+    r = repr(value)
+    return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
 def set_run_limit(data: dict, requests: int | None = None,
                   duration_s: float | None = None) -> None:
     """A request limit replaces the scenario's duration and the other way round."""
-    run = data.setdefault("run", {})
+    run = _table(data, "run")
     if requests is not None:
         run["requests"] = requests
         if duration_s is None:
@@ -442,7 +596,7 @@ def validate(data: dict) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        raise _first_error(e) from None
+        raise config_error(e) from None
 
 
 def load(name_or_path: str, sets: list[str] = (), **run_overrides) -> Scenario:
@@ -457,15 +611,50 @@ def load(name_or_path: str, sets: list[str] = (), **run_overrides) -> Scenario:
         switch_strategy(data, run_overrides["strategy"], keep=given)
     for key, value in run_overrides.items():
         if value is not None and key not in ("seed", "strategy", "requests", "duration_s"):
-            data.setdefault("run", {})[key] = value
+            _table(data, "run")[key] = value
     set_run_limit(data, requests=run_overrides.get("requests"),
                   duration_s=run_overrides.get("duration_s"))
     return validate(data)
 
 
-def _first_error(e: ValidationError) -> ConfigError:
+# Tags pydantic puts in an error's path for the members of a union or a wrapped
+# type ("constrained-int", "list[constrained-int]", "function-after[...]"): not
+# fields a user writes.
+_TYPE_TAG = re.compile(r"^(constrained-\w+|int|float|str|bool|none|[\w-]+\[.*\])$")
+
+
+# pydantic's range messages, as a user reads them.
+PLAIN_MESSAGES = {
+    "less_than_equal": "must be at most {le}", "less_than": "must be below {lt}",
+    "greater_than_equal": "must be at least {ge}", "greater_than": "must be greater than {gt}",
+    "finite_number": "must be a finite number", "too_long": "at most {max_length} items",
+    "int_type": "should be a whole number", "int_from_float": "should be a whole number",
+    "float_type": "should be a number", "bool_type": "should be true or false",
+    "string_type": "should be a string", "list_type": "should be a list"}
+
+
+def _num(v):
+    """A bound as written: 1024, 1e+07, 0.001."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e6:
+        return str(int(v))
+    return f"{v:g}" if isinstance(v, float) and float(f"{v:g}") == v else str(v)
+
+
+def plain_message(err: dict) -> str:
+    """One pydantic error's reason as a user reads it, with the value given."""
+    ctx = {k: _num(v) for k, v in err.get("ctx", {}).items()}
+    msg = PLAIN_MESSAGES.get(err["type"], err["msg"]).format(**ctx)
+    if "input" in err and not isinstance(err["input"], dict):
+        msg = f"{msg} (got {_short(err['input'])})"
+    return msg
+
+
+def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
+    """The first error of a validation as one ConfigError: the field as a user writes
+    it (``prefix`` + its path), the reason without pydantic's internals."""
     err = e.errors()[0]
-    loc = [str(x) for x in err["loc"]]
+    loc = [*filter(None, prefix.split(".")),
+           *(str(x) for x in err["loc"] if not _TYPE_TAG.match(str(x)))]
     # Drop the discriminator tag pydantic puts in the path of a tagged union.
     loc = [x for i, x in enumerate(loc) if not (i > 0 and loc[i - 1] == "workload"
                                                   and x in WORKLOAD_KINDS)]
@@ -474,8 +663,8 @@ def _first_error(e: ValidationError) -> ConfigError:
         msg = msg[len("Value error, "):]
         # model validators name their own field as "field: reason"
         head, sep, tail = msg.partition(": ")
-        if sep and " " not in head:
-            loc.append(head)
+        if sep and " " not in head and head:
+            loc = head.split(".") if "." in head and not prefix else [*loc, head]
             msg = tail
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
@@ -484,8 +673,12 @@ def _first_error(e: ValidationError) -> ConfigError:
     elif err["type"] == "union_tag_not_found":
         loc.append("kind")
         msg = f"missing; one of {', '.join(WORKLOAD_KINDS)}"
+    elif err["type"] in PLAIN_MESSAGES:
+        msg = plain_message(err)
+    elif err["type"] in ("model_type", "dict_type", "model_attributes_type"):
+        msg = f"should be a table (got {_short(err.get('input'))})"
     elif "input" in err and err["type"] not in ("missing",) and not (
             err["type"] == "value_error" and isinstance(err["input"], dict)):
         # (a whole table's validator names its field itself: no dump of the table)
-        msg = f"{msg} (got {err['input']!r})"
+        msg = f"{msg} (got {_short(err['input'])})"
     return ConfigError(".".join(loc) or "scenario", msg)

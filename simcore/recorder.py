@@ -9,6 +9,7 @@ server would.
 
 from __future__ import annotations
 
+import time
 from array import array
 
 import numpy as np
@@ -25,7 +26,7 @@ assert len(CAUSES) == 7, "Recorder.complete unrolls the breakdown over 7 causes"
 class Recorder:
     def __init__(self, env, warmup_requests: int = 0, measure_requests: int | None = None,
                  warmup_s: float | None = None, measure_s: float | None = None,
-                 max_in_flight: int = 2_000_000):
+                 max_in_flight: int = 250_000):
         self.env = env
         self.hist = LatencyHistogram()
         self.service = LatencyHistogram()   # server-side: first work on it to response
@@ -37,6 +38,9 @@ class Recorder:
         self.lat_buf = array("d")   # latencies not yet binned (flush)
         self.srv_buf = array("d")   # service times not yet binned
         self.stopped = False
+        self.deadline = float("inf")   # time.monotonic() past which the run stops (max_wall)
+        self.partial = False        # ended before its limit by a cap or the wall budget
+        self.overflowed = False     # in-flight requests passed max_in_flight
         self.in_system = 0
         self.area = 0.0             # integral of in_system over time
         self.t_last = 0.0
@@ -74,8 +78,12 @@ class Recorder:
         self.t_last = now
         self.in_system = n + 1
         self.arrived += 1
-        if n >= self.max_in_flight and not self.stopped:
-            self._stop(f"in-flight requests passed run.max_in_flight={self.max_in_flight}")
+        if n >= self.max_in_flight and not self.overflowed:
+            self.overflowed = True
+            if not self.stopped:
+                self.partial = True
+                self._stop(f"in-flight requests passed run.max_in_flight="
+                           f"{self.max_in_flight}")
 
     def complete(self, req, thread=None) -> None:
         """``req`` has been served (``thread`` is who finished it, unused here)."""
@@ -112,6 +120,8 @@ class Recorder:
                 self._stop("request limit")
         else:
             self.completed_warmup += 1
+            if not self.completed_warmup & 4095:
+                self.check_wall()
             if self.completed_warmup == self.warmup_requests:
                 self._start_measuring()
         if self.source_exhausted and n == 1 and not self.stopped:
@@ -121,8 +131,16 @@ class Recorder:
     def completed(self) -> int:
         return self.completed_warmup + self.measured
 
+    def check_wall(self) -> None:
+        """Stop the run if its wall-clock budget has run out (called every few thousand
+        requests here, and by the watchdog of warmcore.build as simulated time passes)."""
+        if time.monotonic() > self.deadline and not self.stopped:
+            self.partial = True
+            self._stop("wall-clock budget")
+
     def flush(self) -> None:
         """Bin the buffered latencies into the histogram."""
+        self.check_wall()
         if self.lat_buf:
             self.hist.record_many(np.frombuffer(self.lat_buf, dtype=float))
             self.lat_buf = array("d")

@@ -25,15 +25,31 @@ name with ``@register``.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import ClassVar
 
-from warmcore.simcore.config import ConfigError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from warmcore.simcore.config import MAX_COUNT, MAX_US, ConfigError, config_error, over_cap
 
 REGISTRY: dict[str, type[Strategy]] = {}
 
 
-class NoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class StrategyParams(BaseModel):
+    """Base of every strategy's ``Params``: unknown keys, coercion ("4" for 4), NaN
+    and infinity rejected; a count without its own bound is capped at MAX_COUNT and
+    a time (us or s) at MAX_US, warmcore's documented caps (docs/formats.md)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    GENERIC_CAPS: ClassVar[dict] = {int: MAX_COUNT, float: MAX_US}
+
+    @model_validator(mode="after")
+    def _capped(self):
+        if (err := over_cap(self, self.GENERIC_CAPS)) is not None:
+            raise ValueError(err)
+        return self
+
+
+NoParams = StrategyParams
 
 
 class Strategy:
@@ -48,10 +64,8 @@ class Strategy:
         try:
             self.p = self.Params.model_validate(params)
         except ValidationError as e:
-            err = e.errors()[0]
-            field = "strategy.params." + ".".join(str(x) for x in err["loc"])
-            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-            raise ConfigError(field, f"{msg} (strategy {self.name})") from None
+            err = config_error(e, prefix="strategy.params")
+            raise ConfigError(err.field, f"{err.reason} (strategy {self.name})") from None
 
     def start(self) -> None:
         """Spawn the server's threads (the run has not started yet)."""

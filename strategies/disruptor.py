@@ -57,10 +57,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from warmcore.simcore.work import SHARED, Footprint, Segment
-from warmcore.strategies.base import Strategy, register
+from warmcore.strategies.base import StrategyParams, Strategy, register
 
 CURSOR = "disruptor-cursor"
 LOCK = "disruptor-lock"
@@ -68,9 +68,10 @@ SPIN_TRIES = 100          # YieldingWaitStrategy.SPIN_TRIES
 SLEEP_RETRIES = 200       # SleepingWaitStrategy.DEFAULT_RETRIES (100 spins, 100 yields)
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    ring_size: int = Field(default=1024, ge=1)
+class Params(StrategyParams):
+    ring_size: int = Field(default=1024, ge=1, le=1 << 22,
+                           description="RingBuffer bufferSize, a power of two; capped at "
+                                       "2^22 slots (preallocated)")
     producers: int = Field(default=1, gt=0)
     producer_type: Literal["single", "multi"] | None = Field(
         default=None, description='default: single iff 1 producer')

@@ -45,17 +45,16 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from warmcore.simcore.work import SHARED, Footprint, Segment
-from warmcore.strategies.base import Strategy, register
+from warmcore.strategies.base import StrategyParams, Strategy, register
 from warmcore.strategies.pools import ThreadPoolExecutor, syscall_segment
 
 RUN_ALL_TASKS_CHECK = 64   # SingleThreadEventExecutor.runAllTasks: nanoTime() every 64 tasks
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Params(StrategyParams):
     loops: int | None = Field(default=None, gt=0, description=(
         'MultithreadEventLoopGroup.DEFAULT_EVENT_LOOP_THREADS: 2 x cores (None = that).'
     ))

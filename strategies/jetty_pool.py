@@ -43,18 +43,17 @@ from __future__ import annotations
 
 from collections import deque
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from warmcore.simcore.config import ConfigError
 from warmcore.simcore.work import SHARED, Footprint, Segment
-from warmcore.strategies.base import Strategy
+from warmcore.strategies.base import StrategyParams, Strategy
 from warmcore.strategies.pools import QueuedThreadPool, ReservedThreadExecutor, TimedWaits
 
 
-class JettyParams(BaseModel):
+class JettyParams(StrategyParams):
     """Tunables shared by the Jetty strategies (defaults from the Jetty sources)."""
 
-    model_config = ConfigDict(extra="forbid")
     max_threads: int = Field(default=200, gt=0, description='QueuedThreadPool._maxThreads')
     min_threads: int = Field(default=8, ge=0, description='QueuedThreadPool._minThreads')
     idle_timeout_s: float = Field(default=60.0, ge=0,

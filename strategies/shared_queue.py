@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from collections import deque
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from warmcore.strategies.base import Strategy, register
+from warmcore.strategies.base import StrategyParams, Strategy, register
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Params(StrategyParams):
     threads: int | None = Field(default=None, gt=0, description='default: one per server CPU')
 
 

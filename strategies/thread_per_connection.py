@@ -32,13 +32,12 @@ from __future__ import annotations
 
 from collections import deque
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from warmcore.strategies.base import Strategy, register
+from warmcore.strategies.base import StrategyParams, Strategy, register
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Params(StrategyParams):
     max_threads: int = Field(default=200, gt=0, description='Tomcat maxThreads')
     keep_alive_timeout_s: float = Field(default=20.0, gt=0, description='keepAliveTimeout')
     thread_start_us: float = Field(default=140.0, ge=0, description='kernel thread start')

@@ -49,16 +49,15 @@ from __future__ import annotations
 
 from collections import deque
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from warmcore.strategies.base import Strategy, register
+from warmcore.strategies.base import StrategyParams, Strategy, register
 from warmcore.strategies.pools import ThreadPoolExecutor, lock_segment, syscall_segment
 
 # Connection states (conn.data) as the poller sees them.
 REGISTERED, READY, PROCESSING = "registered", "ready", "processing"
 
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Params(StrategyParams):
     pollers: int = Field(default=1, gt=0, description=(
         'Tomcat 9 NioEndpoint: one poller (pollerThreadCount fixed at 1 since 9.0.x; 8.5 '
         'defaulted to min(2, cpus) until it was aligned with 9.0).'

@@ -46,19 +46,18 @@ from __future__ import annotations
 
 from collections import deque
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from warmcore.simcore.rng import block_sampler
 from warmcore.simcore.work import STEP_ACQUIRE, STEP_CALL, STEP_RUN, Segment
-from warmcore.strategies.base import Strategy, register
+from warmcore.strategies.base import StrategyParams, Strategy, register
 from warmcore.strategies.pools import lock_segment
 
 START, CALL, AFTER = 0, 1, 2
 PROGRAM = 3          # a request program: VThread.pc is the next step
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Params(StrategyParams):
     carriers: int | None = Field(default=None, gt=0, description='default: one per server CPU')
     permits: int | None = Field(default=None, gt=0, description='None: no bounded resource')
     kernel_threads: bool = False

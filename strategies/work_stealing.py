@@ -67,17 +67,16 @@ from __future__ import annotations
 from collections import deque
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from warmcore.simcore.rng import block_sampler
 from warmcore.simcore.work import SHARED, Footprint, Segment
-from warmcore.strategies.base import Strategy, register
+from warmcore.strategies.base import StrategyParams, Strategy, register
 
 PRODUCE, CONSUME, WHOLE = 0, 1, 2
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Params(StrategyParams):
     workers: int | None = Field(default=None, gt=0, description='default: one per server CPU')
     mode: Literal["fifo", "lifo"] = Field(default="fifo",
                                           description='owner pop order (Tokio/Go: fifo)')

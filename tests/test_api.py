@@ -144,7 +144,7 @@ class TestParameters:
         cores = ps["machine.cores"]
         assert cores.type == "int" and cores.gt == 0 and cores.optional
         svc = ps["workload.service_us"]
-        assert svc.type == "float" and svc.unit == "us" and svc.gt == 0
+        assert svc.type == "float" and svc.unit == "us" and (svc.ge, svc.le) == (0.001, 1e7)
         assert ps["workload.service"].choices == ("deterministic", "exponential",
                                                   "lognormal", "empirical")
         assert "QueuedThreadPool" in ps["strategy.params.max_threads"].source

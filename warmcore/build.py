@@ -6,13 +6,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import time
 
 import numpy as np
 import simpy
 from pydantic import ValidationError
 from scipy import stats
 
-from warmcore.simcore.config import ConfigError, Scenario
+from warmcore.simcore.config import ConfigError, Scenario, plain_message
 from warmcore.simcore.context import SimContext
 from warmcore.simcore.kernel import Kernel
 from warmcore.simcore.machine import IdealMachine
@@ -103,8 +104,8 @@ def _preset_error(e: ValidationError) -> ConfigError:
         msg = "should be a list of numbers"
     elif err["type"] == "model_type":
         msg = "should be a table"
-    elif "input" in err and err["type"] != "missing" and not isinstance(err["input"], dict):
-        msg = f"{msg} (got {err['input']!r})"
+    elif err["type"] != "missing" and err["type"] != "value_error":
+        msg = plain_message(err)
     field = ".".join(loc)
     return ConfigError(_PRESET_FIELD_KEYS.get(field, f"machine.overrides.{field}"), msg)
 
@@ -114,21 +115,70 @@ def _stretch_smt(curve, k):
     return tuple(curve[:k])
 
 
-def simulate(cfg: Scenario, seed: int | None = None) -> dict:
-    """Run one scenario (all replications) and return the result as a plain dict."""
+def simulate(cfg: Scenario, seed: int | None = None, max_wall: float | None = None) -> dict:
+    """Run one scenario (all replications) and return the result as a plain dict.
+
+    ``max_wall``: a wall-clock budget in seconds for the whole call; when it runs out
+    the run in progress stops, the replications not begun are left out, and the
+    result says ``partial``."""
+    deadline = _deadline(max_wall)
     reps = cfg.run.replications
     base = cfg.seed if seed is None else seed
     if reps == 1:
-        return simulate_once(cfg, base)
+        return simulate_once(cfg, base, deadline)
     seeds = np.random.SeedSequence(base).generate_state(reps).tolist()
-    runs = [simulate_once(cfg, int(s)) for s in seeds]
-    return combine_replications(runs)
+    runs = []
+    for s in seeds:
+        runs.append(simulate_once(cfg, int(s), deadline))
+        if runs[-1].get("partial"):
+            break
+    out = combine_replications(runs)
+    if any(r.get("partial") for r in runs) or len(runs) < reps:
+        out["partial"] = True
+    if len(runs) < reps:
+        out["warnings"] = [*out["warnings"], f"partial: {len(runs)} of {reps} replications "
+                           "ran before the wall-clock budget ran out"]
+    return out
 
 
-def simulate_once(cfg: Scenario, seed: int) -> dict:
-    """One replication: build, run to the limit, and report."""
+def _deadline(max_wall: float | None) -> float:
+    if max_wall is None:
+        return math.inf
+    if not (isinstance(max_wall, (int, float)) and math.isfinite(max_wall) and max_wall > 0):
+        raise ConfigError("max_wall", f"must be a positive number of seconds (got {max_wall!r})")
+    return time.monotonic() + max_wall
+
+
+def simulate_once(cfg: Scenario, seed: int, deadline: float = math.inf) -> dict:
+    """One replication: build, run to the limit (or to the wall-clock ``deadline``, a
+    time.monotonic() value), and report."""
     ctx = build(cfg, seed)
+    if deadline != math.inf:
+        ctx.recorder.deadline = deadline
+        ctx.env.process(_watchdog(ctx.env, ctx.recorder))
     return finish(ctx, run_built(ctx))
+
+
+WATCHDOG_WALL_S = 0.05      # aim: one wall-clock check per 50 ms of computing
+
+
+def _watchdog(env, rec):
+    """Checks the wall-clock budget as simulated time passes, at a simulated interval
+    that adapts so a check comes about every WATCHDOG_WALL_S of wall time (the
+    recorder checks too, every few thousand requests, for runs whose simulated time
+    barely moves). It leaves when it is the last thing scheduled, so a stalled run
+    still ends as stalled."""
+    interval = 1e-4
+    last = time.monotonic()
+    while not rec.stopped:
+        yield env.timeout(interval)
+        if env.peek() == math.inf:      # nothing else will ever happen: a stall
+            return
+        rec.check_wall()
+        now = time.monotonic()
+        wall = now - last
+        last = now
+        interval *= 2.0 if wall <= 0 else min(2.0, max(0.5, WATCHDOG_WALL_S / wall))
 
 
 def build(cfg: Scenario, seed: int) -> SimContext:
@@ -259,6 +309,9 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
         warnings.append("the run stalled: every thread waits and no event is left")
     if rec.stop_reason.startswith("in-flight"):
         warnings.append(rec.stop_reason)
+    if rec.stop_reason == "wall-clock budget":
+        warnings.append(f"partial: the wall-clock budget ran out after {rec.measured} "
+                        "measured requests")
     offered = _offered_rate(cfg)
     thr = n / window if window > 0 else 0.0
     if cfg.workload.kind != "batch":
@@ -314,6 +367,8 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
         "runqueue_max": kernel.runqueue_max,
         "warnings": warnings,
     }
+    if rec.partial:
+        res["partial"] = True
     if kernel.trace is not None:
         res["trace"] = [list(e) for e in kernel.trace]
     return res

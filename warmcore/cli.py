@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 
 from warmcore.simcore.config import ConfigError, builtin_names, load, read_scenario_dict
@@ -27,7 +29,8 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):           # one line and exit 2, no usage dump
-        raise UsageError(message)
+        # argparse says "argument --requests: ..."; the contract names the field first
+        raise UsageError(re.sub(r"^argument ([^:]+): ", r"\1: ", message))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,11 +77,19 @@ def _scenario_args(p) -> None:
     lim.add_argument("--requests", type=int, help="measured requests (after warm-up)")
     lim.add_argument("--duration", type=float, help="measured simulated seconds")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--max-wall", type=float, metavar="SECONDS",
+                   help="wall-clock budget per run: past it the run ends early and its "
+                        "result is marked partial")
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    if not argv:                 # no command: the usage, as `warmcore --help` prints it
+        parser.print_help()
+        return USAGE_ERROR
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
         return COMMANDS[args.cmd](args)
     except (UsageError, ConfigError) as e:
         print(f"warmcore: {e}", file=sys.stderr)
@@ -99,7 +110,8 @@ def cmd_run(args) -> int:
             from warmcore.trace import DEFAULT_EVENTS
 
             sc, added = sc.with_({"run.trace_events": DEFAULT_EVENTS}), True
-    res = simulate(sc)
+    res = simulate(sc, max_wall=args.max_wall)
+    _warn_partial(res)
     if args.trace:
         from warmcore.trace import write_chrome_trace
 
@@ -118,11 +130,18 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _warn_partial(res) -> None:
+    if res.partial:
+        print(f"warmcore: warning: partial result ({res.stop_reason})", file=sys.stderr)
+
+
 def _load(args, **extra):
     if args.requests is not None and args.requests <= 0:
         raise UsageError("--requests: must be a positive number")
-    if args.duration is not None and not args.duration > 0:
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise UsageError("--duration: must be a positive number of seconds")
+    if args.max_wall is not None and not (math.isfinite(args.max_wall) and args.max_wall > 0):
+        raise UsageError("--max-wall: must be a positive number of seconds")
     if args.seed is not None and args.seed < 0:
         raise UsageError("--seed: must be non-negative")
     return load(args.scenario, args.sets, requests=args.requests, duration_s=args.duration,
@@ -131,7 +150,7 @@ def _load(args, **extra):
 
 def cmd_compare(args) -> int:
     from warmcore.api import compare
-    from warmcore.comparison import format_table, knee
+    from warmcore.comparison import format_table, knee, load_field
     from warmcore.registry import get_strategy
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
@@ -145,12 +164,17 @@ def cmd_compare(args) -> int:
             loads = sorted(float(x) for x in args.load.split(",") if x.strip())
         except ValueError:
             raise UsageError(f"--load: {args.load!r} is not a list of numbers") from None
-        if not loads or any(x <= 0 for x in loads):
-            raise UsageError("--load: loads must be positive numbers")
+        if not loads or not all(math.isfinite(x) and x > 0 for x in loads):
+            raise UsageError("--load: loads must be finite positive numbers")
     cfg = _load(args)
+    if loads and load_field(cfg) != "rate_per_s" and not all(x == int(x) for x in loads):
+        raise UsageError(f"--load: workload {cfg.workload.kind!r} takes whole numbers of "
+                         f"{load_field(cfg).replace('_', ' ')}")
     progress = None if args.json else (lambda r: print(
         f"  ran {r.strategy} load {r.load if r.load is not None else '-'}", file=sys.stderr))
-    results = compare(cfg, names, loads, progress=progress)
+    results = compare(cfg, names, loads, progress=progress, max_wall=args.max_wall)
+    for r in results:
+        _warn_partial(r)
     if args.json:      # the same object per run as `run --json`, with its load
         print(json.dumps([r.to_dict() for r in results]))
         return 0

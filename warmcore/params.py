@@ -96,13 +96,19 @@ def _model_params(model: BaseModel, prefix: str):
         yield _from_field(path, info, value)
 
 
-def _from_field(path: str, info: FieldInfo, value, source: str = "") -> Parameter:
+def _from_field(path: str, info: FieldInfo, value, source: str = "",
+                caps: dict | None = None) -> Parameter:
+    """``caps``: the model's one cap per numeric type for fields with no upper bound of
+    their own (``GENERIC_CAPS`` of a strategy's Params or a preset)."""
     kind, choices, optional = _kind(info.annotation)
     bounds = {}
     for m in [*info.metadata, *_annotated_metadata(info.annotation)]:
         for b in ("ge", "gt", "le", "lt"):
             if getattr(m, b, None) is not None:
                 bounds[b] = getattr(m, b)
+    cap = (caps or {}).get({"int": int, "float": float}.get(kind))
+    if cap is not None and "le" not in bounds and "lt" not in bounds:
+        bounds["le"] = cap
     default = None if info.is_required() else info.get_default(call_default_factory=True)
     return Parameter(path=path, type=kind, default=default, value=value, unit=_unit(path),
                      choices=choices, optional=optional, section=path.split(".")[0],
@@ -157,8 +163,9 @@ def _strategy_params(sc: Scenario) -> list[Parameter]:
 
     cls = get_strategy(sc.strategy.name)
     values = cls.Params.model_validate(dict(sc.strategy.params))
+    caps = getattr(cls.Params, "GENERIC_CAPS", None)
     return [_from_field(f"strategy.params.{name}", info, getattr(values, name),
-                        source=f"{cls.name} strategy")
+                        source=f"{cls.name} strategy", caps=caps)
             for name, info in cls.Params.model_fields.items()]
 
 
@@ -193,7 +200,8 @@ def _preset_params(sc: Scenario) -> list[Parameter]:
         for name, info in model.model_fields.items():
             if name in ("name", "description", "sources", "extra"):
                 continue
-            p = _from_field(prefix + name, info, given.get(name, getattr(obj, name)))
+            p = _from_field(prefix + name, info, given.get(name, getattr(obj, name)),
+                            caps=getattr(model, "GENERIC_CAPS", None))
             out.append(dataclasses.replace(
                 p, default=getattr(obj, name), section="machine",
                 source=f"preset {preset.name}: " + (info.description or src)))

@@ -137,6 +137,10 @@ class Result(_Part):
     cpu_ghz: list[Real] | None
     runqueue_max: Count
     warnings: list[str]
+    partial: bool | None = Field(
+        default=None, description="true when a safety cap (run.max_in_flight) or the "
+                                  "wall-clock budget (max_wall) ended the run before its "
+                                  "limit; stop_reason says which")
     trace: list[list[Any]] | None = Field(
         default=None, description="run.trace_events > 0: (time, event, thread, cpu, ...) rows")
     replications: int | None = None

@@ -1,0 +1,132 @@
+"""Running the CLI on untrusted input in a forked child with a memory limit and a
+timeout, and checking the CLI's contract on what comes back (tests/test_fuzz.py,
+tests/test_validation.py).
+
+The contract (docs/formats.md, "Ranges and caps"): exit code 0 or 2, never a
+traceback; on exit 2 stderr is exactly one line naming the field and the reason;
+on exit 0 stdout is a result that validates against the published schema, with
+ordered percentiles and no negative part in the breakdown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import signal
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+
+MEMORY_LIMIT = 3 << 30       # address space of the child: 3 GiB (RSS is far less)
+PERCENTILES = ("min", "p50", "p90", "p99", "p999", "max")
+
+
+@dataclass
+class Outcome:
+    argv: list[str]
+    code: int | None         # None: killed at the timeout
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+def run_cli(argv: list[str], timeout: float = 60.0, cwd: str | None = None) -> Outcome:
+    """``warmcore ARGV`` in a forked child (the imports are already done, so a case
+    costs its run, not an interpreter start), under MEMORY_LIMIT, killed after
+    ``timeout`` seconds."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.monotonic()
+        pid = os.fork()
+        if pid == 0:                                      # the child
+            _child(argv, out.fileno(), err.fileno(), cwd)
+        code = _wait(pid, timeout)
+        seconds = time.monotonic() - t0
+        out.seek(0)
+        err.seek(0)
+        return Outcome(argv, code, out.read().decode(errors="replace"),
+                       err.read().decode(errors="replace"), seconds)
+
+
+def _child(argv, out_fd, err_fd, cwd) -> None:
+    code = 1
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        if cwd:
+            os.chdir(cwd)
+        import sys
+
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 (the child's own stdout)
+        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+        from warmcore.cli import main
+
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:                                 # what an uncaught error prints
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            import sys
+
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _wait(pid: int, timeout: float) -> int | None:
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.01)
+
+
+def contract_violation(o: Outcome) -> str | None:
+    """Why ``o`` breaks the CLI's contract, or None if it keeps it."""
+    if o.code is None:
+        return f"no answer within the timeout ({o.seconds:.0f} s)"
+    if "Traceback" in o.stderr or o.code not in (0, 2):
+        return f"exit {o.code}: {o.stderr.strip()[-600:]}"
+    if o.code == 2:
+        lines = o.stderr.strip("\n").split("\n")
+        if len(lines) != 1 or not lines[0].startswith("warmcore: "):
+            return f"exit 2 with stderr not one 'warmcore: ' line: {o.stderr[:600]!r}"
+        if "pydantic" in lines[0] or "Value error" in lines[0] or "constrained-" in lines[0]:
+            return f"pydantic internals in the message: {lines[0]!r}"
+        return None
+    return result_violation(o.stdout)
+
+
+def result_violation(stdout: str) -> str | None:
+    from warmcore.result import Result
+
+    try:
+        data = json.loads(stdout)
+    except ValueError as e:
+        return f"exit 0 but stdout is not JSON ({e}): {stdout[:300]!r}"
+    for r in data if isinstance(data, list) else [data]:
+        try:
+            Result.model_validate(r)
+        except ValueError as e:
+            return f"exit 0 but the result does not validate: {str(e)[:400]}"
+        for group in ("latency_us", "service_us"):
+            vals = [r[group][k] for k in PERCENTILES if r[group][k] is not None]
+            if vals != sorted(vals):
+                return f"{group} percentiles out of order: {r[group]}"
+        bad = {k: v for k, v in r["breakdown_us"].items()
+               if v is not None and (not math.isfinite(v) or v < 0)}
+        if bad:
+            return f"negative breakdown components: {bad}"
+    return None

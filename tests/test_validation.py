@@ -1,0 +1,243 @@
+"""Issue 9's examples, one per cause: every bad input gets one line naming the field
+and the reason with exit code 2 (never a traceback, a hang or a MemoryError), and
+runs that hit a cap end cleanly, marked partial."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+
+import pytest
+
+import warmcore
+from tests.fuzzing import contract_violation, run_cli
+
+FILES = {
+    "latin1.toml": b'name = "caf\xe9"\n',
+    "utf16.toml": "name = 'x'\n".encode("utf-16"),
+    "binary.toml": bytes(range(256)),
+    "deep.toml": b"x = " + b"[" * 5000 + b"]" * 5000,
+    "strategy-scalar.toml": b'strategy = "pc"\n[workload]\nkind = "saturating"\n'
+                            b"[run]\nrequests = 100\n",
+    "nan-trace.txt": b"0.001\nnan\n0.003\n",
+    "inf-trace.txt": b"0.001\ninf\n",
+    "latin1-trace.txt": b"0.001\n0.002 # caf\xe9\n",
+}
+
+
+def S(*settings):
+    return [a for s in settings for a in ("--set", s)]
+
+
+# (argv, the field the one line must name, words it must contain)
+BAD = [
+    (["run", "latin1.toml"], "scenario", "not UTF-8 text (byte 11"),
+    (["run", "utf16.toml"], "scenario", "not UTF-8 text (byte 0"),
+    (["run", "binary.toml"], "scenario", "not UTF-8 text (byte 128"),
+    (["run", "deep.toml"], "scenario", "nested too deeply"),
+    (["run", "strategy-scalar.toml", "--strategy", "pec"], "strategy", "should be a table"),
+    (["run", "web", *S('machine.overrides={pstates_ghz="fast"}')],
+     "machine.overrides.pstates_ghz", "list of numbers"),
+    (["run", "web", *S("machine.overrides={pstates_ghz=2.0}")],
+     "machine.overrides.pstates_ghz", "list of numbers"),
+    (["run", "web", *S("machine.overrides={smt_throughput=1.0}")],
+     "machine.overrides.smt_throughput", "list of numbers"),
+    (["run", "web", *S('machine.overrides={extra="x"}')], "machine.overrides.extra", "table"),
+    (["run", "web", *S("work.contended_ops=inf")], "work.contended_ops", "finite"),
+    (["run", "web", *S("workload.rate_per_s=inf")], "workload.rate_per_s", "finite"),
+    (["run", "web", *S("workload.rate_per_s=1e308")], "workload.rate_per_s", "at most"),
+    (["run", "web", *S("workload.rate_per_s=1e15")], "workload.rate_per_s", "at most"),
+    (["run", "web", *S("work.backend_us=inf")], "work.backend_us", "finite"),
+    (["run", "web", "--duration", "inf"], "--duration", "positive"),
+    (["run", "web", *S("run.duration_s=inf")], "run.duration_s", "finite"),
+    (["run", "web", *S("workload.service_us=1e308")], "workload.service_us", "at most"),
+    (["run", "web", *S("work.task_kib=inf")], "work.task_kib", "finite"),
+    (["run", "web", *S('workload.service="lognormal"', "workload.service_cv=1e308")],
+     "workload.service_cv", "at most"),
+    (["run", "web", *S("server.threads=10000000")], "server.threads", "at most"),
+    (["run", "web", *S("run.replications=1000000")], "run.replications", "at most"),
+    (["run", "web", "--requests", "1e30"], "--requests", "invalid int value: '1e30'"),
+    (["run", "web", *S("run.requests=1000000000000")], "run.requests", "at most"),
+    (["run", "web", *S("workload.connections=100000000")], "workload.connections", "at most"),
+    (["run", "throughput-machine", *S("workload.jobs=100000000")], "workload.jobs", "at most"),
+    (["run", "contended", *S("workload.producers=10000000")], "workload.producers", "at most"),
+    (["run", "web", "--strategy", "event-loop", *S("strategy.params.loops=10000000")],
+     "strategy.params.loops", "cap of 100000"),
+    (["run", "contended", "--strategy", "disruptor", *S("strategy.params.ring_size=1099511627776")],
+     "strategy.params.ring_size", "at most 4194304"),
+    (["run", "web", "--strategy", "pec", *S("strategy=5")], "strategy", "should be a table"),
+    (["run", "web", "--requests", "100", *S("run=5")], "run", "should be a table"),
+    (["compare", "web", "--strategies", "pc", "--load", "nan"], "--load", "finite"),
+    (["compare", "ewyk", "--strategies", "pc", "--load", "0.5"], "--load", "whole numbers"),
+    (["compare", "web", "--strategies", "pc", "--load", "inf"], "--load", "finite"),
+    (["run", "web", *S('workload.kind="open"', 'workload.arrival="trace"',
+                       'workload.trace_file="nan-trace.txt"')],
+     "workload.trace_file", "nan-trace.txt:2"),
+    (["run", "web", *S('workload.kind="open"', 'workload.arrival="trace"',
+                       'workload.trace_file="inf-trace.txt"')],
+     "workload.trace_file", "inf-trace.txt:2"),
+    (["run", "web", *S('workload.kind="open"', 'workload.arrival="trace"',
+                       'workload.trace_file="latin1-trace.txt"')],
+     "workload.trace_file", "not UTF-8 text (byte 17"),
+    (["run", "web", *S("machine.overrides={v_min=1.5,v_max=0.5}")],
+     "machine.overrides.v_min", "above v_max"),
+    (["run", "web", *S("machine.overrides={llc_domains_per_socket=1000}")],
+     "machine.overrides.llc_domains_per_socket", "LLC domains"),
+    (["run", "web", *S("machine.overrides={turbo_ghz=-1.0}")],
+     "machine.overrides.turbo_ghz", "greater than 0"),
+    (["run", "web", *S("machine.overrides={tdp_w=-5.0}")], "machine.overrides.tdp_w",
+     "greater than 0"),
+    (["run", "web", *S("machine.overrides={line_bytes=1.5}")], "machine.overrides.line_bytes",
+     "whole number"),
+    (["run", "web", *S("machine.overrides={dram_ns=1e300}")], "machine.overrides.dram_ns",
+     "cap of 1e+06"),
+    (["run", "web", *S("work.lock_us=inf")], "work.lock_us", "unknown key"),
+    (["run", "web", "--strategy", "thread-pool", *S("strategy.params.lock_us=inf")],
+     "strategy.params.lock_us", "finite"),
+    (["run", "web", *S('machine.cores="4"')], "machine.cores", "whole number"),
+    (["run", "web", *S('machine.turbo="yes"')], "machine.turbo", "true or false"),
+    (["run", "web", *S("machine.cores=4\nfoo")], "--set", "line break"),
+    (["run", "web", *S("workload.rate_per_s=3.4e-41")], "workload.rate_per_s",
+     "simulated s; at most 1e+06"),
+    (["run", "web", *S("server.cpus=-1")], "server.cpus", "greater than 0"),
+    (["run", "web", *S('machine.overrides={default_governor="zzz"}')],
+     "machine.overrides.default_governor", "'ondemand'"),
+    (["run", "web", *S("machine.sockets=5000")], "machine.sockets", "at most 64"),
+    (["run", "web", *S("machine.sockets=64", "machine.cores=64")], "machine.cores",
+     "64 sockets x 64 cores"),
+    (["run", "web", *S("machine.governor_params={sampling_rate_us=1e-9}")],
+     "machine.governor_params.sampling_rate_us", ""),
+    (["run", "web", "--max-wall", "nan"], "--max-wall", "positive"),
+]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad")
+    for name, data in FILES.items():
+        (d / name).write_bytes(data)
+    return d
+
+
+@pytest.mark.parametrize("argv,field,words", BAD, ids=[" ".join(b[0])[:70] for b in BAD])
+def test_bad_input_gets_one_line_naming_its_field(argv, field, words, files):
+    o = run_cli([*argv, "--json"] if argv[0] in ("run", "compare") else argv,
+                timeout=60, cwd=str(files))
+    assert contract_violation(o) is None, contract_violation(o)
+    assert o.code == 2, o.stdout[:300]
+    line = o.stderr.strip()
+    assert line.startswith(f"warmcore: {field}: ") or line.startswith(f"warmcore: {field} "), line
+    assert words in line, line
+    assert "{" not in line.split("(got", 1)[0] or "overrides" in argv[-1], line  # no table echo
+
+
+def test_messages_have_no_pydantic_internals():
+    with pytest.raises(warmcore.ConfigError) as e:
+        warmcore.Scenario.load("web", ["server.cpus=-1"])
+    assert e.value.field == "server.cpus" and "constrained" not in str(e.value)
+    with pytest.raises(warmcore.ConfigError) as e:
+        warmcore.simulate(warmcore.Scenario.load("pipeline", [
+            "strategy.params.min_threads=500"]), requests=10)
+    assert e.value.field == "strategy.params.min_threads", e.value
+    assert "Value error" not in str(e.value)
+
+
+def test_an_error_never_echoes_a_whole_table():
+    big = "{" + ", ".join(f"k{i} = {i}" for i in range(200)) + "}"
+    with pytest.raises(warmcore.ConfigError) as e:
+        warmcore.Scenario.load("web", [f"machine.cores={big}"])
+    assert len(str(e.value)) < 200, str(e.value)
+
+
+def test_strings_are_not_silently_converted():
+    for setting in ('machine.cores="4"', 'machine.turbo="yes"', "machine.turbo=1",
+                    'workload.service_us="100"', 'run.requests="5"'):
+        with pytest.raises(warmcore.ConfigError):
+            warmcore.Scenario.load("web", [setting])
+    # an integer where a float is wanted is a number, not a coercion
+    assert warmcore.Scenario.load("web", ["workload.service_us=100"]).workload.service_us == 100
+
+
+def test_upload_bytes_are_checked_like_files():
+    from warmcore.simcore.config import MAX_FILE_BYTES
+
+    with pytest.raises(warmcore.ConfigError, match="not UTF-8 text"):
+        warmcore.Scenario.from_toml(b"name = '\xff'")
+    with pytest.raises(warmcore.ConfigError, match="larger than"):
+        warmcore.Scenario.from_toml(b"#" * (MAX_FILE_BYTES + 1))
+    with pytest.raises(warmcore.ConfigError, match="nested too deeply"):
+        warmcore.Scenario.from_toml("x = " + "[" * 5000 + "]" * 5000)
+
+
+def test_no_command_prints_the_usage():
+    o = run_cli([])
+    assert o.code == 2 and "usage: warmcore" in o.stdout and "run" in o.stdout
+
+
+def test_a_wall_budget_ends_a_long_run_marked_partial():
+    o = run_cli(["run", "web", "--requests", "5000000", "--max-wall", "1.5", "--json"],
+                timeout=60)
+    assert contract_violation(o) is None, contract_violation(o)
+    assert o.code == 0 and o.seconds < 20
+    r = json.loads(o.stdout)
+    assert r["partial"] is True and r["stop_reason"] == "wall-clock budget"
+    assert any(w.startswith("partial:") for w in r["warnings"])
+    assert o.stderr.strip() == "warmcore: warning: partial result (wall-clock budget)"
+
+
+def test_a_wall_budget_that_is_not_reached_changes_nothing():
+    sc = warmcore.Scenario.load("pipeline")
+    a = warmcore.simulate(sc, requests=3000).to_json()
+    b = warmcore.simulate(sc, requests=3000, max_wall=1000).to_json()
+    assert a == b
+
+
+def test_a_wall_budget_skips_replications_not_begun():
+    sc = warmcore.Scenario.load("web", ["run.replications=50"])
+    r = warmcore.simulate(sc, requests=200_000, max_wall=1.0)
+    assert r.partial and r.replications < 50
+    assert any("replications ran" in w for w in r.warnings)
+    with pytest.raises(warmcore.ConfigError, match="max_wall"):
+        warmcore.simulate(sc, max_wall=float("nan"))
+
+
+def test_the_watchdog_leaves_a_stalled_run_to_end_as_stalled():
+    """With nothing else scheduled the watchdog does not keep the run alive until the
+    budget runs out: SimPy's queue empties, which is how a stall is recognised."""
+    import time
+
+    import simpy
+
+    from warmcore.build import _watchdog
+    from warmcore.simcore.recorder import Recorder
+
+    env = simpy.Environment()
+    rec = Recorder(env, measure_requests=10)
+    rec.deadline = time.monotonic() + 60
+    env.process(_watchdog(env, rec))
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError):       # "No scheduled events left", as without it
+        env.run(until=rec.stop)
+    assert time.monotonic() - t0 < 5 and not rec.stopped
+
+
+def test_an_overloaded_open_loop_of_any_size_is_bounded(tmp_path):
+    """10^6 times capacity (one CPU, 10 ms per request: 100 req/s; offered 1e8 req/s):
+    the run stops at run.max_in_flight, exit 0, marked partial, and its peak RSS stays
+    under 0.6 GB (0.85 KB per request in flight; 1.8 GB at the old 2,000,000 cap)."""
+    code = ("import json, resource, warmcore\n"
+            "sc = warmcore.Scenario.load('web', ['workload.service_us=10000.0',"
+            " 'machine.cores=1', 'workload.rate_per_s=1e8'])\n"
+            "r = warmcore.simulate(sc)\n"
+            "print(json.dumps({'rss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
+            " 'partial': r.partial, 'stop': r.stop_reason, 'arrived': r.arrived}))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS,
+                                                             (3 << 30, 3 << 30)))
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = json.loads(p.stdout)
+    assert got["partial"] and got["stop"].startswith("in-flight requests passed")
+    assert got["rss_kib"] < 600 * 1024, got
