@@ -40,6 +40,9 @@ DEFAULT_STRATEGIES = ("pc", "pec", "epc")
 # appears within a few seconds; the run-length control raises it.
 DEFAULT_REQUESTS = 3000
 MAX_UPLOAD_BYTES = 64 * 1024
+# Any one run stops after this many wall seconds and shows its partial result
+# marked (docs/formats.md, "Ranges and caps"), so no setting can hold the page.
+MAX_WALL_S = 120.0
 
 # Comparison table: per_request() key -> (header with unit, format, better: max/min/None)
 COLUMNS = {
@@ -80,7 +83,7 @@ TOPOLOGY = ["sockets", "cores_per_socket", "threads_per_core", "llc_domains_per_
 def run_one(scenario_toml: str, strategy: str) -> dict:
     """One strategy on the scenario: the ``run --json`` object."""
     sc = warmcore.Scenario.from_toml(scenario_toml)
-    return warmcore.compare(sc, [strategy])[0].to_dict()
+    return warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S)[0].to_dict()
 
 
 def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result]:
@@ -99,14 +102,14 @@ def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result]:
 def run_at_load(scenario_toml: str, strategy: str, load: float) -> dict:
     """One strategy at one offered load (``warmcore.compare`` with ``loads``)."""
     sc = warmcore.Scenario.from_toml(scenario_toml)
-    return warmcore.compare(sc, [strategy], loads=[load])[0].to_dict()
+    return warmcore.compare(sc, [strategy], loads=[load], max_wall=MAX_WALL_S)[0].to_dict()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def run_traced(scenario_toml: str, strategy: str, events: int) -> dict:
     """One strategy with its last ``events`` kernel events kept (``run.trace_events``)."""
     sc = warmcore.Scenario.from_toml(scenario_toml).with_({"run.trace_events": events})
-    return warmcore.compare(sc, [strategy])[0].to_dict()
+    return warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S)[0].to_dict()
 
 
 # -- state --------------------------------------------------------------------------------
@@ -318,17 +321,6 @@ def apply(sc, values, *, preset, governor, chosen, main, seed, requests) -> None
     st.session_state.strategies = list(chosen)
 
 
-def tunable_error(e: ValueError) -> str:
-    """One line for a strategy tunable pydantic rejected."""
-    errors = getattr(e, "errors", None)
-    if not callable(errors) or not errors():
-        return one_line(e)
-    err = errors()[0]
-    field = ".".join(["strategy", "params", *map(str, err["loc"])])
-    reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-    return f"{field}: {reason}"
-
-
 def handle_upload(name: str, data: bytes) -> None:
     """An uploaded scenario: too large, not UTF-8 or invalid -> one line, setup kept."""
     if len(data) > MAX_UPLOAD_BYTES:
@@ -336,20 +328,14 @@ def handle_upload(name: str, data: bytes) -> None:
                                   f"{MAX_UPLOAD_BYTES:,} allowed")
         return
     try:
-        sc = warmcore.Scenario.from_toml(data.decode("utf-8"))
+        sc = warmcore.Scenario.from_toml(data)  # UTF-8 (else the byte offset), valid TOML
         all_strategies()[sc.strategy.name]     # noqa: B018 (known strategy?)
         warmcore.parameters(sc)                # validates the strategy's tunables
-    except UnicodeDecodeError:
-        st.session_state.error = f"{name}: not UTF-8 text"
-        return
     except KeyError:
         st.session_state.error = f"{name}: strategy.name: unknown strategy"
         return
-    except warmcore.ConfigError as e:
+    except warmcore.ConfigError as e:      # the strategy's tunables too (parameters)
         st.session_state.error = f"{name}: {e.field}: {e.reason}"
-        return
-    except ValueError as e:         # parameters() validating the strategy's tunables
-        st.session_state.error = f"{name}: {tunable_error(e)}"
         return
     st.session_state.error = None
     st.session_state.base = None

@@ -180,7 +180,7 @@ def test_an_upload_with_unknown_strategy_tunables_is_refused():
     at.file_uploader(key="upload").set_value(("t.toml", text, "application/toml")).run()
     assert not at.exception, at.exception
     assert [e.value for e in at.error] == [
-        "t.toml: strategy.params.bogus: unknown key"]
+        "t.toml: strategy.params.bogus: unknown key (strategy pec)"]
 
 
 def test_load_curves_run_every_strategy_at_every_load_and_mark_the_knee():

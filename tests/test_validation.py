@@ -241,3 +241,13 @@ def test_an_overloaded_open_loop_of_any_size_is_bounded(tmp_path):
     got = json.loads(p.stdout)
     assert got["partial"] and got["stop"].startswith("in-flight requests passed")
     assert got["rss_kib"] < 600 * 1024, got
+
+
+def test_the_parameter_space_names_a_bad_strategy_tunable():
+    """warmcore.parameters validates the strategy's tunables with the same one line (the
+    explorer calls it on every uploaded file)."""
+    sc = warmcore.Scenario.load("pipeline", ["strategy.params.max_threads=-1"])
+    with pytest.raises(warmcore.ConfigError) as e:
+        warmcore.parameters(sc)
+    assert e.value.field == "strategy.params.max_threads"
+    assert "greater than 0" in e.value.reason and "strategy pc" in e.value.reason
