@@ -127,7 +127,18 @@ def cli_case(draw, tmp):
     sets = draw(settings_for(scenario, strategy))
     argv = ["run", "--strategy", strategy, "--max-wall", str(MAX_WALL), "--json"]
     head = ["--set", f"run.requests={REQUESTS}"]
-    mode = draw(st.sampled_from(["set", "set", "file", "bytes", "flags"]))
+    mode = draw(st.sampled_from(["set", "set", "file", "bytes", "flags", "compare"]))
+    if mode == "compare":
+        loads = draw(st.lists(st.sampled_from(["1", "2", "8", "0.5", "1000", "5e4", "-1", "0",
+                                               "nan", "inf", "x", "", "1e308", "3"]),
+                              max_size=3))
+        names = draw(st.lists(st.sampled_from([*STRATEGIES, "nope", ""]), min_size=1,
+                              max_size=2))
+        body = ["compare", scenario, *head, "--strategies", ",".join(names),
+                "--max-wall", str(MAX_WALL), "--json"]
+        for path, value in sets[:1]:
+            body += ["--set", f"{path}={toml_literal(value)}"]
+        return [*body, "--load", ",".join(loads)] if loads else body
     if mode in ("set", "flags"):
         body = [scenario, *head]
         for path, value in sets:
