@@ -56,6 +56,9 @@ class ConfigError(ValueError):
         self.reason = reason
         super().__init__(f"{field}: {reason}")
 
+    def __reduce__(self):               # picklable: errors cross process pools and Dask
+        return (ConfigError, (self.field, self.reason))
+
 
 FLOAT_FLOOR = 1e-3      # a non-zero float knob smaller than this is a typo or an attack
 

@@ -62,7 +62,7 @@ def _child(argv, out_fd, err_fd, cwd) -> None:
 
         sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 (the child's own stdout)
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-        from warmcore.cli import main
+        from warmcore.calibration.cli import main   # the console script's entry point
 
         code = main(argv)
     except SystemExit as e:

@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="warmcore", description="Simulate producer/consumer scheduling on "
                 "modeled CPUs and report what perf stat and a load generator would.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    p.subcommands = sub           # layers above add their own (warmcore.calibration.cli)
     run = sub.add_parser("run", help="run one scenario")
     _scenario_args(run)
     run.add_argument("--strategy", help="execution strategy (see `warmcore strategies`)")
@@ -82,9 +83,14 @@ def _scenario_args(p) -> None:
                         "result is marked partial")
 
 
-def main(argv: list[str] | None = None) -> int:
+# Hooks of the layers above (calibration's --params): each takes the loaded scenario
+# and the parsed arguments and returns the scenario to run.
+SCENARIO_HOOKS: list = []
+
+
+def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
+    parser = parser or build_parser()
     if not argv:                 # no command: the usage, as `warmcore --help` prints it
         parser.print_help()
         return USAGE_ERROR
@@ -144,8 +150,11 @@ def _load(args, **extra):
         raise UsageError("--max-wall: must be a positive number of seconds")
     if args.seed is not None and args.seed < 0:
         raise UsageError("--seed: must be non-negative")
-    return load(args.scenario, args.sets, requests=args.requests, duration_s=args.duration,
-                seed=args.seed, **extra)
+    sc = load(args.scenario, args.sets, requests=args.requests, duration_s=args.duration,
+              seed=args.seed, **extra)
+    for hook in SCENARIO_HOOKS:
+        sc = hook(sc, args)
+    return sc
 
 
 def cmd_compare(args) -> int:

@@ -1,0 +1,439 @@
+"""Fitting model parameters to measured figures, and predicting with intervals.
+
+    spec = CalibrationSpec.load("examples/jetty-8/calibrate.toml")
+    cal = Calibrator(spec).fit()            # scikit-learn style: returns a Calibration
+    cal.values, cal.ci95, cal.correlation, cal.condition_number, cal.warnings
+    cal.predict("pipeline", strategy="pec")  # figures with 95% intervals
+
+Method (docs/calibration.md):
+* residuals: for each measured figure, (simulated - measured) / measured divided by
+  its relative uncertainty, times sqrt(coverage) of a multiplexed perf counter;
+* common random numbers: every evaluation runs the same seeds, so differences
+  between parameter values are not dice;
+* a space-filling start (scrambled Sobol points, scipy.stats.qmc) in the unit box
+  of the parameters (log scale where asked), the best of them refined by
+  scipy.optimize.least_squares (trust region reflective, bounded), with a
+  forward-difference Jacobian whose columns are simulated in parallel through
+  warmcore's executor (a local pool or a Dask cluster);
+* intervals: the Gauss-Newton linearisation at the optimum, cov = s^2 (J^T J)^-1
+  with s^2 = max(1, RSS / (m - p)) (m figures, p parameters), 95% normal
+  intervals mapped back from the unit box; correlations from cov; the condition
+  number of J. A parameter whose interval spans its whole bounds, or whose
+  direction J barely sees, is reported as not identified.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+import warmcore
+from warmcore.simcore.config import ConfigError, config_error, parse_toml, read_text
+
+# Figures a measurement may state, and how each is read from a result.
+FIGURES = {
+    "throughput_rps": lambda r: r.throughput_rps,
+    "latency_mean_us": lambda r: r.latency_us.mean,
+    "latency_p50_us": lambda r: r.latency_us.p50,
+    "latency_p90_us": lambda r: r.latency_us.p90,
+    "latency_p99_us": lambda r: r.latency_us.p99,
+    "cpus_utilized": lambda r: r.cpus_utilized,
+    "ipc": lambda r: r.ipc,
+    "ghz": lambda r: r.ghz,
+    "cpu_us_per_request": lambda r: r.task_clock_ms * 1e3 / max(r.requests, 1),
+    "instructions_per_request": lambda r: r.instructions / max(r.requests, 1),
+    "cycles_per_request": lambda r: r.cycles / max(r.requests, 1),
+    "llc_loads_per_request": lambda r: r.llc_loads / max(r.requests, 1),
+    "llc_misses_per_request": lambda r: r.llc_misses / max(r.requests, 1),
+    "l1d_loads_per_request": lambda r: r.l1d_loads / max(r.requests, 1),
+    "l1d_misses_per_request": lambda r: r.l1d_misses / max(r.requests, 1),
+    "context_switches_per_request": lambda r: r.context_switches / max(r.requests, 1),
+    "cpu_migrations_per_request": lambda r: r.cpu_migrations / max(r.requests, 1),
+}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class Figure(Strict):
+    """One measured figure: its value, relative uncertainty (1 sigma) and weight from
+    the perf counter's multiplexing coverage (1: counted all the time)."""
+
+    value: float = Field(gt=0)
+    uncertainty: float = Field(default=0.05, gt=0, le=10,
+                               description="relative, 1 sigma (0.05: 5%)")
+    coverage: float = Field(default=1.0, gt=0, le=1)
+
+
+class Measurement(Strict):
+    name: str
+    scenario: str = Field(description="a built-in scenario name or a TOML file")
+    strategy: str | None = None
+    set: list[str] = Field(default=[], description="--set overrides of the measured setup")
+    perf: str | None = Field(default=None, description="perf stat output of the run")
+    requests: int | None = Field(default=None, gt=0, description="requests the perf file "
+                                 "covers (to turn its totals into per-request figures)")
+    elapsed_s: float | None = Field(default=None, gt=0)
+    figures: dict[str, float | Figure] = {}
+
+    @model_validator(mode="after")
+    def _known_figures(self):
+        for k in self.figures:
+            if k not in FIGURES:
+                raise ValueError(f"figures.{k}: not a figure warmcore fits (known: "
+                                 f"{', '.join(FIGURES)})")
+        return self
+
+    def scenario_obj(self, base_dir: str) -> warmcore.Scenario:
+        """The measured setup: the scenario (a file relative to the spec), its overrides
+        and strategy."""
+        src = self.scenario
+        if src.endswith(".toml") and not Path(src).is_absolute():
+            src = str(Path(base_dir) / src)
+        sc = warmcore.Scenario.load(src, self.set)
+        return sc.with_(strategy=self.strategy) if self.strategy else sc
+
+    def all_figures(self, base_dir: str) -> dict[str, Figure]:
+        """The stated figures, plus those read from the perf file (stated ones win)."""
+        out: dict[str, Figure] = {}
+        if self.perf:
+            from warmcore.calibration.perf_figures import figures_from_perf
+
+            path = Path(self.perf)
+            if not path.is_absolute():
+                path = Path(base_dir) / path
+            out.update(figures_from_perf(path, requests=self.requests,
+                                         elapsed_s=self.elapsed_s))
+        for k, v in self.figures.items():
+            out[k] = v if isinstance(v, Figure) else Figure(value=float(v))
+        return out
+
+
+class FitParam(Strict):
+    path: str
+    lo: float
+    hi: float
+    log: bool = False
+
+    @model_validator(mode="after")
+    def _bounds(self):
+        if not self.lo < self.hi:
+            raise ValueError(f"lo: {self.lo} is not below hi {self.hi}")
+        if self.log and self.lo <= 0:
+            raise ValueError("lo: a log-scale parameter needs lo > 0")
+        return self
+
+
+class RunSpec(Strict):
+    requests: int = Field(default=3000, gt=0, le=10_000_000)
+    seeds: list[int] = Field(default=[1, 2], min_length=1, max_length=64)
+    starts: int = Field(default=8, ge=1, le=256, description="Sobol starting points")
+    max_evaluations: int = Field(default=100, ge=2, le=100_000)
+    max_wall: float | None = Field(default=None, gt=0, description="per simulation, s")
+
+
+class CalibrationSpec(Strict):
+    measurement: list[Measurement] = Field(min_length=1)
+    fit: list[FitParam] = Field(min_length=1)
+    run: RunSpec = RunSpec()
+    base_dir: str = Field(default=".", description="where relative file names start "
+                                                   "(the spec's folder)")
+
+    @classmethod
+    def load(cls, path: str | Path) -> CalibrationSpec:
+        data = parse_toml(read_text(path, "calibration"), f"calibration: {path}")
+        data["base_dir"] = str(Path(path).resolve().parent)
+        return cls.from_data(data)
+
+    @classmethod
+    def from_data(cls, data: dict) -> CalibrationSpec:
+        try:
+            spec = cls.model_validate(data)
+        except ValidationError as e:
+            raise config_error(e, prefix="calibration") from None
+        spec.check()
+        return spec
+
+    def check(self) -> None:
+        """Every fitted path is a parameter of every measured scenario, bounds inside
+        its range; every measurement has a figure."""
+        for i, m in enumerate(self.measurement):
+            sc = m.scenario_obj(self.base_dir)
+            space = {p.path: p for p in warmcore.parameters(sc)}
+            for f in self.fit:
+                p = space.get(f.path)
+                if p is None or p.type not in ("int", "float"):
+                    raise ConfigError(f"calibration.fit.{f.path}", "not a numeric parameter "
+                                      f"of scenario {sc.name!r} (see warmcore.parameters)")
+                for v in (f.lo, f.hi):
+                    try:
+                        p.check(v)
+                    except ValueError as e:
+                        raise ConfigError(f"calibration.fit.{f.path}", f"{v}: {e}") from None
+            if not m.all_figures(self.base_dir):
+                raise ConfigError(f"calibration.measurement[{i}]", "states no figure to fit "
+                                  "(figures or a perf file)")
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+# -- evaluation (picklable, runs in worker processes) -------------------------------------
+
+def to_values(fit: list[FitParam], u: Iterable[float]) -> dict[str, float]:
+    """Parameter values at a point ``u`` of the unit box (log scale where asked)."""
+    out = {}
+    for f, x in zip(fit, u, strict=True):
+        x = min(max(float(x), 0.0), 1.0)
+        v = f.lo * (f.hi / f.lo) ** x if f.log else f.lo + x * (f.hi - f.lo)
+        out[f.path] = v
+    return out
+
+
+def _typed(sc: warmcore.Scenario, values: dict[str, float]) -> dict:
+    space = {p.path: p for p in warmcore.parameters(sc)}
+    return {k: (round(v) if space[k].type == "int" else v) for k, v in values.items()}
+
+
+def simulate_figures(spec_json: str, keys: list[list[str]], u: list[float]) -> list[float]:
+    """Simulated figures at ``u``: for each measurement the figures named in ``keys``,
+    each the mean over the spec's seeds (common random numbers)."""
+    spec = CalibrationSpec.model_validate_json(spec_json)
+    return _figures_at(spec, keys, to_values(spec.fit, u))
+
+
+def _figures_at(spec: CalibrationSpec, keys_per: list[list[str]], values: dict[str, float],
+                seeds: list[int] | None = None) -> list[float]:
+    out = []
+    for m, keys in zip(spec.measurement, keys_per, strict=True):
+        sc = m.scenario_obj(spec.base_dir)
+        sc = sc.with_(_typed(sc, values), requests=spec.run.requests)
+        per_seed = []
+        for s in seeds or spec.run.seeds:
+            r = warmcore.simulate(sc, seed=s, max_wall=spec.run.max_wall)
+            per_seed.append([_finite(FIGURES[k](r)) for k in keys])
+        out += list(np.mean(per_seed, axis=0))
+    return out
+
+
+def _finite(x) -> float:
+    return float(x) if x is not None and math.isfinite(x) else 0.0
+
+
+# -- the fit -------------------------------------------------------------------------------
+
+@dataclass
+class Calibration:
+    """What a fit found. ``values``/``ci95`` per fitted path; ``figures``: per
+    measured figure, measured and fitted value and the residual in sigmas."""
+
+    spec: CalibrationSpec
+    values: dict[str, float]
+    ci95: dict[str, tuple[float, float]]
+    correlation: dict[str, dict[str, float]]
+    condition_number: float
+    figures: list[dict]
+    evaluations: int
+    cost: float
+    warnings: list[str] = field(default_factory=list)
+    unit_optimum: list[float] = field(default_factory=list)
+    unit_cov: list[list[float]] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"values": self.values, "ci95": {k: list(v) for k, v in self.ci95.items()},
+                "correlation": self.correlation, "condition_number": self.condition_number,
+                "figures": self.figures, "evaluations": self.evaluations, "cost": self.cost,
+                "warnings": self.warnings, "method": METHOD,
+                "spec_digest": self.spec.digest(), "warmcore_version": warmcore.__version__}
+
+    def predict(self, scenario, strategy: str | None = None, sets: Iterable[str] = (),
+                draws: int = 8, seeds: Iterable[int] | None = None, requests: int | None = None,
+                max_wall: float | None = None) -> dict:
+        """The scenario at the fitted values, and 95% intervals of each figure over
+        parameter draws from the fit's covariance and the spec's seeds."""
+        return predict(self.to_params(), scenario, strategy=strategy, sets=sets, draws=draws,
+                       seeds=seeds, requests=requests or self.spec.run.requests,
+                       max_wall=max_wall)
+
+    def to_params(self) -> dict:
+        """The PARAMS.toml document (calibration.params)."""
+        from warmcore.calibration.params import params_document
+
+        return params_document(self)
+
+
+METHOD = ("weighted relative residuals; Sobol start + scipy.optimize.least_squares (trf); "
+          "95% intervals from the Gauss-Newton covariance s^2 (J^T J)^-1, s^2 = max(1, "
+          "RSS/(m-p))")
+
+
+class Calibrator:
+    """``Calibrator(spec).fit()``: see the module's docstring for the method."""
+
+    def __init__(self, spec: CalibrationSpec | str | Path, workers: int | None = None,
+                 scheduler: str | None = None, progress=None):
+        self.spec = spec if isinstance(spec, CalibrationSpec) else CalibrationSpec.load(spec)
+        self.workers = workers
+        self.scheduler = scheduler
+        self.progress = progress
+        self.evaluations = 0
+        self._cache: dict[tuple, np.ndarray] = {}
+
+    # residual machinery
+    def _targets(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        labels, meas, weight = [], [], []
+        for m in self.spec.measurement:
+            for k, f in m.all_figures(self.spec.base_dir).items():
+                labels.append(f"{m.name}.{k}")
+                meas.append(f.value)
+                weight.append(math.sqrt(f.coverage) / f.uncertainty)
+        return labels, np.array(meas), np.array(weight)
+
+    def _simulate_many(self, points: list[np.ndarray]) -> list[np.ndarray]:
+        todo = [p for p in points if tuple(np.round(p, 12)) not in self._cache]
+        if todo:
+            spec_json = self.spec.model_dump_json()
+            keys = [list(m.all_figures(self.spec.base_dir)) for m in self.spec.measurement]
+            if len(todo) == 1 or self.workers == 1:
+                got = [simulate_figures(spec_json, keys, list(p)) for p in todo]
+            else:
+                from warmcore.executor import make_executor
+
+                with make_executor(workers=self.workers, scheduler=self.scheduler) as ex:
+                    got = list(ex.map(simulate_figures, [spec_json] * len(todo),
+                                      [keys] * len(todo), [list(p) for p in todo]))
+            for p, g in zip(todo, got, strict=True):
+                self._cache[tuple(np.round(p, 12))] = np.array(g)
+                self.evaluations += 1
+                if self.progress:
+                    self.progress(self.evaluations)
+        return [self._cache[tuple(np.round(p, 12))] for p in points]
+
+    def fit(self) -> Calibration:
+        from scipy.optimize import least_squares
+        from scipy.stats import qmc
+
+        spec = self.spec
+        labels, meas, weight = self._targets()
+        p = len(spec.fit)
+        resid = lambda sim: (sim - meas) / meas * weight   # noqa: E731
+        n0 = min(spec.run.starts, max(1, spec.run.max_evaluations // 3))
+        starts = qmc.Sobol(d=p, scramble=True, seed=0).random_base2(max(0, (n0 - 1).bit_length()))
+        start_res = [resid(s) for s in self._simulate_many(list(starts))]
+        best = int(np.argmin([float(r @ r) for r in start_res]))
+        h = 0.05                                  # forward-difference step in the unit box
+
+        def fun(u):
+            return resid(self._simulate_many([np.asarray(u)])[0])
+
+        def jac(u):
+            u = np.asarray(u)
+            steps = [min(h, 1 - u[j]) if u[j] + h <= 1 else -h for j in range(p)]
+            pts = [u + np.eye(p)[j] * steps[j] for j in range(p)]
+            base, *cols = self._simulate_many([u, *pts])
+            return np.column_stack([(resid(c) - resid(base)) / s
+                                    for c, s in zip(cols, steps, strict=True)])
+
+        budget = spec.run.max_evaluations - self.evaluations
+        sol = least_squares(fun, starts[best], jac=jac, bounds=(0.0, 1.0), method="trf",
+                            max_nfev=max(1, budget // (p + 1)), x_scale="jac")
+        u = sol.x
+        r = fun(u)
+        J = jac(u)
+        return self._report(u, r, J, labels, meas)
+
+    def _report(self, u, r, J, labels, meas) -> Calibration:
+        spec = self.spec
+        p, m = len(spec.fit), len(r)
+        rss = float(r @ r)
+        s2 = max(1.0, rss / (m - p)) if m > p else 1.0
+        sv = np.linalg.svd(J, compute_uv=False)
+        cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
+        cov = s2 * np.linalg.pinv(J.T @ J)
+        sd = np.sqrt(np.clip(np.diag(cov), 0, None))
+        values = to_values(spec.fit, u)
+        ci, warnings = {}, []
+        for j, f in enumerate(spec.fit):
+            lo_u, hi_u = u[j] - 1.96 * sd[j], u[j] + 1.96 * sd[j]
+            ci[f.path] = (to_values([f], [max(lo_u, 0)])[f.path],
+                          to_values([f], [min(hi_u, 1)])[f.path])
+            if not np.isfinite(sd[j]) or sd[j] > 0.5 or not np.any(J[:, j]):
+                warnings.append(f"{f.path}: the data cannot identify it (its interval spans "
+                                "its bounds)")
+        corr = {}
+        for a, fa in enumerate(spec.fit):
+            corr[fa.path] = {fb.path: (float(cov[a, b] / (sd[a] * sd[b]))
+                                       if sd[a] > 0 and sd[b] > 0 else 0.0)
+                             for b, fb in enumerate(spec.fit)}
+        if not math.isfinite(cond) or cond > 1e6:
+            warnings.append(f"ill-conditioned fit (condition number {cond:.3g}): some "
+                            "parameters move together")
+        fitted = meas + r * meas / self._targets()[2]
+        figs = []
+        for lab, mv, fv, rv in zip(labels, meas, fitted, r, strict=True):
+            figs.append({"figure": lab, "measured": float(mv), "fitted": float(fv),
+                         "residual_sigmas": float(rv)})
+            if abs(rv) > 3:
+                warnings.append(f"{lab}: measured {mv:.6g}, fitted {fv:.6g} ({rv:+.1f} "
+                                "sigma): this figure disagrees with the others")
+        return Calibration(spec=spec, values=values, ci95=ci, correlation=corr,
+                           condition_number=cond, figures=figs, evaluations=self.evaluations,
+                           cost=rss / 2, warnings=warnings, unit_optimum=[float(x) for x in u],
+                           unit_cov=cov.tolist())
+
+
+# -- prediction ------------------------------------------------------------------------------
+
+def predict(params: dict, scenario, strategy: str | None = None, sets: Iterable[str] = (),
+            draws: int = 8, seeds: Iterable[int] | None = None, requests: int = 3000,
+            max_wall: float | None = None) -> dict:
+    """``warmcore run``'s JSON of ``scenario`` with the fitted values of ``params`` (a
+    PARAMS.toml document), plus ``interval95``: per figure, the 2.5-97.5 percentiles
+    over ``draws`` parameter vectors drawn from the fit's covariance x the seeds."""
+    fit = [FitParam(**f) for f in params["fit"]]
+    u0 = np.array(params["unit_optimum"])
+    cov = np.array(params["unit_cov"])
+    sc = warmcore.Scenario.load(scenario, list(sets))
+    if strategy:
+        sc = sc.with_(strategy=strategy)
+    sc = sc.with_(requests=requests)
+    seeds = list(seeds or params.get("seeds") or [1, 2])
+    centre = warmcore.simulate(sc.with_(_typed(sc, to_values(fit, u0))), seed=seeds[0],
+                               max_wall=max_wall)
+    rng = np.random.default_rng(0)
+    us = rng.multivariate_normal(u0, cov, size=draws, check_valid="ignore") if draws else []
+    rows = []
+    for i, u in enumerate(us):
+        s = seeds[i % len(seeds)]
+        r = warmcore.simulate(sc.with_(_typed(sc, to_values(fit, np.clip(u, 0, 1)))), seed=s,
+                              max_wall=max_wall)
+        rows.append({k: _finite(f(r)) for k, f in FIGURES.items()})
+    out = centre.to_dict()
+    out["fitted"] = to_values(fit, u0)
+    if rows:
+        out["interval95"] = {k: [float(np.percentile([x[k] for x in rows], 2.5)),
+                                 float(np.percentile([x[k] for x in rows], 97.5))]
+                             for k in FIGURES}
+    return out
+
+
+def spec_hashes(spec: CalibrationSpec) -> dict[str, str]:
+    """sha256 of every data file the spec reads (perf files), for PARAMS.toml."""
+    out = {}
+    for m in spec.measurement:
+        if m.perf:
+            path = Path(m.perf) if Path(m.perf).is_absolute() else Path(spec.base_dir) / m.perf
+            out[m.perf] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def dumps(obj) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True)

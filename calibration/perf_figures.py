@@ -1,0 +1,61 @@
+"""The figures a calibration fits, read from a perf stat file: totals over the run
+turned into per-request and per-second figures, each weighted by the multiplexing
+coverage of the counters it needs (calibration.fit.Figure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from warmcore.calibration.fit import Figure
+from warmcore.calibration.perfstat import load_perf_stat
+from warmcore.simcore.config import ConfigError
+
+# figure -> the counter it divides by the request count
+PER_REQUEST = {"instructions_per_request": "instructions", "cycles_per_request": "cycles",
+               "llc_loads_per_request": "LLC-loads", "llc_misses_per_request": "LLC-misses",
+               "l1d_loads_per_request": "L1-dcache-loads",
+               "l1d_misses_per_request": "L1-dcache-misses",
+               "context_switches_per_request": "context-switches",
+               "cpu_migrations_per_request": "cpu-migrations"}
+# a measured count is an estimate: perf scales a multiplexed count by time enabled /
+# time running; its relative error is taken as 2% at full coverage (run-to-run
+# variation of counts on an idle-free machine) growing as 1/sqrt(coverage).
+BASE_UNCERTAINTY = 0.02
+
+
+def figures_from_perf(path: str | Path, requests: int | None = None,
+                      elapsed_s: float | None = None) -> dict[str, Figure]:
+    ps = load_perf_stat(path)
+    if not ps.counters:
+        raise ConfigError("perf", f"{path}: no counters read ({len(ps.problems)} lines "
+                          "not understood)")
+    out: dict[str, Figure] = {}
+
+    def fig(value, *events):
+        cov = min(ps.coverage(e) for e in events)
+        if value is not None and value > 0 and cov > 0:
+            return Figure(value=float(value), uncertainty=BASE_UNCERTAINTY, coverage=cov)
+        return None
+
+    ins, cyc, clock_ms = ps.total("instructions"), ps.total("cycles"), ps.total("task-clock")
+    if ins and cyc:
+        out["ipc"] = fig(ins / cyc, "instructions", "cycles")
+    if cyc and clock_ms:
+        out["ghz"] = fig(cyc / (clock_ms * 1e-3) / 1e9, "cycles", "task-clock")
+    elapsed = elapsed_s or ps.elapsed_s
+    said = next((c.metric[0] for c in ps.counters if c.event == "task-clock" and c.metric
+                 and "CPUs utilized" in c.metric[1]), None)
+    if said is not None:            # perf's own figure, over the time it was attached
+        out["cpus_utilized"] = fig(said, "task-clock")
+    elif clock_ms and elapsed:
+        out["cpus_utilized"] = fig(clock_ms * 1e-3 / elapsed, "task-clock")
+    if requests:
+        if clock_ms:
+            out["cpu_us_per_request"] = fig(clock_ms * 1e3 / requests, "task-clock")
+        for name, event in PER_REQUEST.items():
+            total = ps.total(event)
+            if total:
+                out[name] = fig(total / requests, event)
+        if elapsed:
+            out["throughput_rps"] = Figure(value=requests / elapsed, uncertainty=0.01)
+    return {k: v for k, v in out.items() if v is not None}
