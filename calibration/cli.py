@@ -21,7 +21,7 @@ from warmcore.simcore.config import Scenario
 def build_parser():
     p = base.build_parser()
     sub = p.subcommands
-    for name in ("run", "compare"):
+    for name in ("run", "compare", "sweep"):
         sub.choices[name].add_argument(
             "--params", metavar="PARAMS.toml",
             help="apply a calibration's fitted values (warmcore calibrate) before --set")
@@ -52,6 +52,21 @@ def _params_hook(sc: Scenario, args) -> Scenario:
 
     fitted = apply_params(sc, load_params(args.params))
     return Scenario.load(fitted, args.sets)        # the command line's --set still wins
+
+
+def _sweep_params_hook(spec, args):
+    """A sweep of a calibrated model: the fitted values go first in the spec's ``set``
+    (so the spec's own settings still win), and into its digest."""
+    if not getattr(args, "params", None):
+        return spec
+    from warmcore.calibration.params import load_params
+    from warmcore.sweeps import check_axes
+
+    values = load_params(args.params)["values"]
+    fitted = [f"{k}={v!r}" for k, v in values.items()]
+    spec = spec.model_copy(update={"set": [*fitted, *spec.set]})
+    check_axes(spec)
+    return spec
 
 
 def cmd_perf_parse(args) -> int:
@@ -144,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
                           "predict": cmd_predict})
     if _params_hook not in base.SCENARIO_HOOKS:
         base.SCENARIO_HOOKS.append(_params_hook)
+    if _sweep_params_hook not in base.SPEC_HOOKS:
+        base.SPEC_HOOKS.append(_sweep_params_hook)
     return base.main(argv, parser=build_parser())
 
 

@@ -338,3 +338,27 @@ def test_the_jetty_8_example_calibrates_and_reports_what_disagrees(pytestconfig)
     assert figs["ipc"].value == pytest.approx(0.9155, rel=1e-3)
     assert figs["ipc"].coverage == pytest.approx(0.2867)
     assert figs["cpus_utilized"].value == 0.867
+
+
+def test_a_sweep_of_a_calibrated_model_applies_the_fitted_values(tmp_path, fitted):
+    from warmcore.calibration.params import write_params
+    from warmcore.sweeps import read_results
+
+    params = tmp_path / "p.toml"
+    write_params(fitted, params)
+    spec = tmp_path / "s.toml"
+    spec.write_text('scenario = "pipeline"\nset = ["run.requests=300"]\n'
+                    'metrics = ["throughput_rps", "latency_us.p50"]\n'
+                    '[axes]\n"strategy.name" = ["pc"]\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "a"), "--workers", "1",
+                 "--params", str(params), "--quiet"]) == 0
+    got = read_results(tmp_path / "a")
+    # the same as a spec that writes the fitted values in its own `set`, first
+    fitted_sets = ", ".join(f'"{k}={v!r}"' for k, v in fitted.values.items())
+    spec.write_text(spec.read_text().replace('set = ["run.requests=300"]',
+                                             f'set = [{fitted_sets}, "run.requests=300"]'))
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "b"), "--workers", "1",
+                 "--quiet"]) == 0
+    same = read_results(tmp_path / "b")
+    assert got["throughput_rps"].iloc[0] == same["throughput_rps"].iloc[0]
+    assert got["seed"].iloc[0] == same["seed"].iloc[0]

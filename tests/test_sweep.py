@@ -247,3 +247,25 @@ def test_a_dask_worker_killed_midway_loses_nothing(tmp_path):
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
+
+
+def test_a_wall_budget_bounds_every_run_and_marks_its_row(tmp_path):
+    spec = write_spec(tmp_path, text=SPEC.format(num=1).replace(
+        'set = ["run.requests=200"]', 'set = ["run.requests=5000000"]\nmax_wall = 0.5'))
+    t0 = time.monotonic()
+    counts = sweep(load_spec(spec), tmp_path / "out", workers=1)
+    df = rows(tmp_path / "out")
+    assert counts["rows_written"] == 6 and df["partial"].all() and df["error"].isna().all()
+    assert time.monotonic() - t0 < 6 * 0.5 + 30
+    short = write_spec(tmp_path, text=SPEC.format(num=1))
+    sweep(load_spec(short), tmp_path / "out2", workers=1)
+    assert not rows(tmp_path / "out2")["partial"].any()
+
+
+def test_bad_spec_numbers_are_refused(tmp_path, capsys):
+    for bad in ("max_wall = -1", "max_wall = inf", "max_wall = nan"):
+        spec = write_spec(tmp_path, text=SPEC.format(num=1) + "\n" + bad + "\n")
+        spec.write_text(SPEC.format(num=1).replace("batch = 2", f"batch = 2\n{bad}"))
+        assert main(["sweep", str(spec), "--out", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "max_wall" in err[0], err

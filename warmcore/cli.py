@@ -86,6 +86,8 @@ def _scenario_args(p) -> None:
 # Hooks of the layers above (calibration's --params): each takes the loaded scenario
 # and the parsed arguments and returns the scenario to run.
 SCENARIO_HOOKS: list = []
+# ... and for a sweep: each takes the loaded spec and the arguments, returns the spec.
+SPEC_HOOKS: list = []
 
 
 def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
@@ -201,6 +203,8 @@ def cmd_sweep(args) -> int:
     from warmcore.sweeps import load_spec, points, sweep
 
     spec = load_spec(args.spec)
+    for hook in SPEC_HOOKS:
+        spec = hook(spec, args)
     bar = None
     if not args.quiet and sys.stderr.isatty():
         from tqdm import tqdm

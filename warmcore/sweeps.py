@@ -99,7 +99,7 @@ Axis = Annotated[Annotated[list[Any], Tag("values")] | Annotated[AxisRange, Tag(
 
 
 class SweepSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     scenario: str
     set: list[str] = []
     axes: dict[str, Axis]
@@ -109,6 +109,9 @@ class SweepSpec(BaseModel):
     seed: int = Field(default=1, ge=0)
     metrics: list[str] = DEFAULT_METRICS
     batch: int = Field(default=4, ge=1, le=10_000)
+    max_wall: float | None = Field(
+        default=None, gt=0, le=86_400, description="wall-clock budget of each run, "
+        "seconds: a run past it stops and its row is marked partial (docs/formats.md)")
 
     @field_validator("axes")
     @classmethod
@@ -240,11 +243,13 @@ def run_batch(spec_json: str, batch: list[tuple[dict, int]]) -> list[dict]:
         pid = point_id(point)
         seed = point_seed(digest, pid, rep)
         row = {"point_id": pid, "replication": rep, "seed": seed,
-               **{f"axis.{k}": v for k, v in point.items()}}
+               **{f"axis.{k}": v for k, v in point.items()}, "partial": False}
         try:
-            r = warmcore.simulate(point_scenario(base, point), seed=seed).to_dict()
+            r = warmcore.simulate(point_scenario(base, point), seed=seed,
+                                  max_wall=spec.max_wall).to_dict()
             for m in spec.metrics:
                 row[m] = _lookup(r, m)
+            row["partial"] = bool(r.get("partial"))     # stopped by max_wall or a cap
             row["error"] = None
         except CfgError as e:
             row["error"] = f"{e.field}: {e.reason}"
