@@ -15,6 +15,7 @@ import json
 import sys
 
 from warmcore import cli as base
+from warmcore.calibration.perfstat import PerfStat, PerfStatError, load_perf_stat
 from warmcore.simcore.config import Scenario
 
 
@@ -70,32 +71,7 @@ def _sweep_params_hook(spec, args):
 
 
 def cmd_perf_parse(args) -> int:
-    from warmcore.calibration.perfstat import load_perf_stat
-
-    ps = load_perf_stat(args.file)
-    if not ps.counters:
-        where = f":{ps.problems[0][0]}" if ps.problems else ""
-        why = ps.problems[0][2] if ps.problems else "empty"
-        raise base.UsageError(f"{args.file}{where}: no perf stat counters read ({why})")
-    if args.json:
-        print(json.dumps(ps.to_dict()))
-        return 0
-    print(f" {args.file}: {ps.format} format, {len(ps.counters)} rows"
-          + (f", command {ps.command}" if ps.command else ""))
-    print(f" {'event':32s} {'total':>20s} {'unit':6s} {'coverage':>8s} {'+-':>6s}  status")
-    for e in ps.events():
-        rows = [c for c in ps.counters if c.event == e]
-        tot = ps.total(e)
-        var = rows[0].variance_pct
-        print(f" {e:32s} {('-' if tot is None else f'{tot:,.2f}'):>20s} {rows[0].unit:6s} "
-              f"{ps.coverage(e) * 100:7.2f}% {('' if var is None else f'{var:.2f}%'):>6s}  "
-              f"{rows[0].status}")
-    for key in ("elapsed_s", "user_s", "sys_s"):
-        if getattr(ps, key) is not None:
-            print(f" {key:32s} {getattr(ps, key):>20,.6f}")
-    for n, text, why in ps.problems:
-        print(f" line {n}: {why}: {text}")
-    return 0
+    return perf_parse(args.file, as_json=args.json)
 
 
 def cmd_calibrate(args) -> int:
@@ -151,6 +127,92 @@ def cmd_predict(args) -> int:
     print(base.format_result(out))
     for k, (lo, hi) in out.get("interval95", {}).items():
         print(f" {k:34s} 95% [{lo:.6g}, {hi:.6g}]")
+    return 0
+
+
+# -- perf-parse's output -------------------------------------------------------------------
+
+def _fmt_value(value: float | None, status: str) -> str:
+    if value is None:
+        return f"<{status}>"
+    if value == int(value):
+        return f"{value:,.0f}"
+    return f"{value:,.6f}".rstrip("0")
+
+
+def _fmt_counter_rows(stat: PerfStat) -> list[str]:
+    head = f"  {'event':28s} {'value':>20s} {'unit':5s} {'coverage':>8s} {'+-':>7s}  " \
+           f"{'status':13s} derived"
+    rows = [head]
+    for key, c in stat.counters.items():
+        var = f"{c.variance_pct:.2f}%" if c.variance_pct is not None else "-"
+        derived = "; ".join(f"{m.value:g} {m.unit}" for m in c.metrics if m.value is not None)
+        rows.append(f"  {key:28s} {_fmt_value(c.value, c.status):>20s} {c.unit:5s} "
+                    f"{c.coverage:>8.2%} {var:>7s}  {c.status:13s} {derived}".rstrip())
+        rows += [f"      {p.id:24s} {_fmt_value(p.value, p.status):>20s} {'':5s} "
+                 f"{p.coverage:>8.2%}" for p in c.parts]
+    return rows
+
+
+_FORMATS = {"human-old": "human, multiplexing in brackets (perf 3.x)",
+            "human": "human", "json": "JSON lines (-j)"}
+
+
+def _fmt_header(stat: PerfStat) -> list[str]:
+    fmt = _FORMATS.get(stat.format) or (
+        f"CSV (-x{stat.separator!r}{', decimal comma' if stat.decimal_comma else ''})")
+    lines = [f"{stat.source}: perf stat, {fmt}"]
+    if stat.target:
+        runs = f" ({stat.runs} runs)" if stat.runs else ""
+        lines.append(f"  counters of {stat.target}{runs}")
+    return lines
+
+
+def _fmt_footer(stat: PerfStat) -> list[str]:
+    lines = []
+    times = [f"{label} {v:.6f} s" for label, v in
+             (("elapsed", stat.elapsed_s), ("user", stat.user_s), ("sys", stat.sys_s))
+             if v is not None]
+    if times:
+        lines.append("  " + ", ".join(times))
+    if stat.intervals:
+        ts = sorted({s.time_s for s in stat.intervals})
+        lines.append(f"  interval mode: {len(ts)} intervals, {ts[0]:g} s to {ts[-1]:g} s "
+                     f"({len(stat.intervals)} readings; the values above are their sums)")
+    lines += [f"  metric {m.group + ': ' if m.group else ''}{m.value:g} {m.unit}"
+              for m in stat.metrics if m.value is not None]
+    lines.append(f"  {len(stat.comments)} comment/hint lines; "
+                 f"{len(stat.problems)} line{'' if len(stat.problems) == 1 else 's'} not read"
+                 + (":" if stat.problems else ""))
+    lines += [f"    line {p.line}: {p.reason}: {p.text.strip()!r}" for p in stat.problems]
+    return lines
+
+
+def format_perf_stat(stat: PerfStat) -> str:
+    """What perf-parse prints: the counters read, with coverage, variance and status."""
+    return "\n".join(_fmt_header(stat) + _fmt_counter_rows(stat) + _fmt_footer(stat))
+
+
+def _no_counters(path: str, stat: PerfStat) -> str:
+    if stat.problems:
+        p = stat.problems[0]
+        more = f" (and {len(stat.problems) - 1} more lines)" if len(stat.problems) > 1 else ""
+        return f"{path}:{p.line}: no perf stat counters read; {p.reason}{more}"
+    return f"{path}:1: no perf stat counters in the file" + (
+        "" if stat.comments else " (it is empty)")
+
+
+def perf_parse(path: str, *, as_json: bool = False) -> int:
+    """``warmcore perf-parse``: 0 if counters were read, 2 (one line on stderr) if not."""
+    try:
+        stat = load_perf_stat(path)
+    except PerfStatError as e:
+        print(f"warmcore: error: {e}", file=sys.stderr)
+        return 2
+    if not stat.counters:
+        print(f"warmcore: error: {_no_counters(path, stat)}", file=sys.stderr)
+        return 2
+    print(json.dumps(stat.to_dict(), indent=2) if as_json else format_perf_stat(stat))
     return 0
 
 

@@ -1,20 +1,23 @@
-"""Reading ``perf stat`` output in every format docs/MODEL.md lists.
+"""``perf stat`` output read into typed counters (issue 14, calibration inputs).
 
-    ps = load_perf_stat("run.perf.txt")     # or parse_perf_stat(text)
-    ps.total("instructions")                 # summed over cores, intervals, hybrid PMUs
-    ps.counters                              # every row read, with its line number
-    ps.problems                              # (line, text, reason): nothing is dropped
-    ps.series()                              # -I interval mode: a time x event DataFrame
+``parse_perf_stat(text)`` detects the format and reads every line of it:
 
-Formats: the old human format (multiplexing in brackets ``[28.41%]``), the
-current one (``(40.13%)``), repeat variance ``( +- 0.68% )``, ``<not counted>``
-and ``<not supported>`` (kept, value None), ``msec task-clock`` / ``cpu-clock``,
-``:u``/``:k`` modifiers, hybrid ``cpu_core/cycles/`` names, ``-x`` CSV with any
-one-character separator (``-I``, ``--per-core``/``--per-socket`` columns, ``#
-started on`` headers, decimal commas), ``-j`` JSON lines (string or numeric
-metric values) and ``-I`` intervals. Aliases are normalised: ``cpu-clock`` is
-``task-clock``, ``LLC-load-misses`` is ``LLC-misses``, ``L1-dcache-load-misses``
-is ``L1-dcache-misses`` (the raw name is kept on each counter).
+* human output, old (perf 3.x, multiplexing as ``[28.67%]``) and current
+  (``(40.13%)``), with ``( +- 0.68% )`` repeat variance, ``<not counted>`` /
+  ``<not supported>``, ``msec task-clock`` / ``task-clock (msec)``, the
+  ``Performance counter stats for '...'`` header and the ``seconds time
+  elapsed`` / ``user`` / ``sys`` footer;
+* ``-x SEP`` CSV (any one-character separator, a decimal comma when the
+  separator is not a comma, ``# started on`` headers);
+* ``-j`` JSON lines (metric values as strings or bare numbers);
+* in each of them ``-I`` interval timestamps (a time series) and
+  ``--per-core`` / ``--per-socket`` / ``-A`` / ``--per-thread`` columns.
+
+Event names are canonicalised (``LLC-load-misses`` -> ``LLC-misses``,
+``cpu-clock`` -> ``task-clock``, ...), ``:u``/``:k`` modifiers and a PMU
+prefix (``cpu_core/cycles/``) are split off. A line that cannot be read is
+kept in ``PerfStat.problems`` with its number; comment and hint lines are kept
+in ``PerfStat.comments``; nothing is dropped without a record.
 """
 
 from __future__ import annotations
@@ -22,280 +25,721 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
-from warmcore.simcore.config import ConfigError, read_text
+MAX_BYTES = 50 * 1024 * 1024
+COUNTED, NOT_COUNTED, NOT_SUPPORTED = "counted", "not counted", "not supported"
 
-MAX_PERF_BYTES = 64 << 20
+# Generic perf event names, spelled as perf prints them; keys are lower case.
+_KNOWN = {n.lower(): n for n in (
+    "cycles", "instructions", "cache-references", "cache-misses", "branches",
+    "branch-misses", "bus-cycles", "ref-cycles", "stalled-cycles-frontend",
+    "stalled-cycles-backend", "task-clock", "page-faults", "minor-faults", "major-faults",
+    "context-switches", "cpu-migrations", "alignment-faults", "emulation-faults",
+    "L1-dcache-loads", "L1-dcache-misses", "L1-dcache-stores", "L1-icache-loads",
+    "L1-icache-misses", "LLC-loads", "LLC-misses", "LLC-stores", "LLC-store-misses",
+    "dTLB-loads", "dTLB-load-misses", "iTLB-loads", "iTLB-load-misses", "branch-loads",
+    "branch-load-misses", "slots", "duration_time", "user_time", "system_time")}
+# Other spellings of the same counter -> the canonical name.
+ALIASES = {
+    "llc-load-misses": "LLC-misses", "l1-dcache-load-misses": "L1-dcache-misses",
+    "l1-icache-load-misses": "L1-icache-misses", "cpu-clock": "task-clock",
+    "cpu-cycles": "cycles", "branch-instructions": "branches", "cs": "context-switches",
+    "migrations": "cpu-migrations", "faults": "page-faults",
+    "idle-cycles-frontend": "stalled-cycles-frontend",
+    "idle-cycles-backend": "stalled-cycles-backend",
+}
+# Derived-metric units perf prints after '#', by the name they are known by here.
+_METRIC_KINDS = ((re.compile(r"^insns? per cycle$"), "ipc"), (re.compile(r"^GHz$"), "ghz"),
+                 (re.compile(r"^CPUs utilized$"), "cpus_utilized"))
 
-ALIASES = {"cpu-clock": "task-clock", "LLC-load-misses": "LLC-misses",
-           "L1-dcache-load-misses": "L1-dcache-misses", "LLC-load": "LLC-loads",
-           "cs": "context-switches", "migrations": "cpu-migrations",
-           "cpu-cycles": "cycles", "faults": "page-faults"}
-NOT_COUNTED, NOT_SUPPORTED = "<not counted>", "<not supported>"
-_NUM = r"[0-9][0-9,.]*"
-_AGG = re.compile(r"^(S\d+(-D\d+)?(-C\d+)?|CPU\d+|N\d+|C\d+)$")
-_HUMAN = re.compile(
-    r"^\s*(?:(?P<ts>\d+\.\d+)\s+)?"
-    r"(?:(?P<agg>S\d+(?:-D\d+)?(?:-C\d+)?|CPU\d+|N\d+)\s+(?:(?P<nproc>\d+)\s+)?)?"
-    rf"(?P<value>{_NUM}|<not counted>|<not supported>)\s+"
-    r"(?:(?P<unit>msec|Joules|ns|us|ms|MiB|GiB|KiB|W|%)\s+)?"
-    r"(?P<event>[A-Za-z_][\w.:/=,@-]*)"
-    r"(?P<rest>.*)$")
-_COVER = re.compile(r"[\[(]\s*(\d+(?:\.\d+)?)%\s*[\])]\s*$")
-_VARIANCE = re.compile(r"\(\s*\+-\s*(\d+(?:\.\d+)?)%\s*\)")
-_METRIC = re.compile(r"#\s*(?P<v>-?[0-9][0-9,.]*%?)\s+(?P<u>[^\[(#]*?)\s*(?:[\[(]|$)")
-_FOOTER = re.compile(r"^\s*(?P<v>[0-9][0-9,.]*)\s+(?:\+-\s*[0-9.,]+\s+)?seconds\s+"
-                     r"(?P<what>time elapsed|user|sys)")
-_HEADER = re.compile(r"Performance counter stats for (?P<what>.*?):?\s*"
-                     r"(\((?P<runs>\d+) runs\))?:?\s*$")
+
+# ----------------------------------------------------------------------------- results
+
+@dataclass(frozen=True)
+class Metric:
+    """A value perf derived (after ``#``), not a raw count: kept, but apart."""
+    value: float | None
+    unit: str                      # "insn per cycle", "GHz", "% of all L1-dcache hits", ...
+    kind: str | None = None        # "ipc", "ghz", "cpus_utilized" or None
+    group: str = ""                # a metric group heading (TopdownL1 ...), if any
 
 
-@dataclass
-class Counter:
-    """One row: an event's value on one line of the file."""
-
-    event: str                   # canonical name, with its modifiers (cycles:u)
-    raw: str                     # as written (cpu_core/LLC-load-misses/u)
-    value: float | None          # None: <not counted> or <not supported>
-    unit: str = ""
-    status: str = "counted"      # or "not counted", "not supported"
-    coverage: float = 1.0        # fraction of the run the event was counted (multiplexing)
+@dataclass(frozen=True)
+class Part:
+    """One aggregation unit's share of a counter (--per-core, --per-socket, -A, ...)."""
+    id: str                        # "S0-D0-C1", "S0", "CPU3", "java-1234"
+    cpus: int | None               # CPUs aggregated into it, when perf says
+    value: float | None
+    status: str
+    coverage: float
     variance_pct: float | None = None
-    pmu: str | None = None       # cpu_core, cpu_atom, ... (hybrid CPUs)
-    modifiers: str = ""
-    metric: tuple[float, str] | None = None     # perf's own derived figure (IPC, GHz...)
-    interval_s: float | None = None
-    aggregate: str | None = None                # S0-D0-C1, CPU3 (--per-core, -A)
-    line: int = 0
 
 
-@dataclass
+@dataclass(frozen=True)
+class Counter:
+    name: str                      # canonical event name ("LLC-misses")
+    raw_name: str                  # as written ("cpu_core/LLC-load-misses/u")
+    value: float | None            # None when not counted / not supported
+    unit: str                      # "msec", "" for plain counts
+    status: str                    # counted | not counted | not supported
+    coverage: float                # share of the time the counter ran (multiplexing); 1.0 = all
+    line: int                      # first line it was read from
+    variance_pct: float | None = None   # repeat-mode relative stddev (-r), percent
+    modifiers: str = ""            # "u", "k", "uk", ...
+    pmu: str = ""                  # "cpu_core", "cpu_atom", "power", ...
+    runtime_ns: int | None = None
+    metrics: tuple[Metric, ...] = ()
+    parts: tuple[Part, ...] = ()
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reading of interval mode (-I): counts over the interval ending at time_s."""
+    time_s: float
+    counter: str                   # key into PerfStat.counters
+    value: float | None
+    unit: str
+    status: str
+    coverage: float
+    part: str = ""
+    metrics: tuple[Metric, ...] = ()
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Comment:
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
 class PerfStat:
-    counters: list[Counter] = field(default_factory=list)
+    counters: dict[str, Counter]
+    format: str                    # human-old | human | csv | json
+    source: str = ""
+    separator: str | None = None   # CSV only
+    decimal_comma: bool = False
+    command: str | None = None
+    target: str | None = None      # what the header names: "process id 'jetty-8'", ...
+    pid: str | None = None
+    system_wide: bool = False
+    cpus: str | None = None
+    runs: int | None = None
     elapsed_s: float | None = None
+    elapsed_variance_pct: float | None = None
     user_s: float | None = None
     sys_s: float | None = None
-    command: str | None = None
-    runs: int | None = None
-    format: str = "human"
-    problems: list[tuple[int, str, str]] = field(default_factory=list)
-    source: str = ""
+    intervals: tuple[Sample, ...] = ()
+    metrics: tuple[Metric, ...] = ()     # metrics not attached to a counter
+    problems: tuple[Problem, ...] = ()
+    comments: tuple[Comment, ...] = ()
 
-    def events(self) -> list[str]:
-        return list(dict.fromkeys(c.event for c in self.counters))
+    @property
+    def derived(self) -> dict[str, float]:
+        """The first IPC, GHz and CPUs-utilized metric perf printed, by kind."""
+        out: dict[str, float] = {}
+        for c in self.counters.values():
+            for m in c.metrics:
+                if m.kind and m.value is not None:
+                    out.setdefault(m.kind, m.value)
+        return out
 
-    def total(self, event: str) -> float | None:
-        """The event summed over cores, sockets, hybrid PMUs and intervals; None if it
-        was never counted. ``event`` may be an alias."""
-        event = canonical(event)[0]
-        vals = [c.value for c in self.counters if c.event == event and c.value is not None]
-        return math.fsum(vals) if vals else None
+    def find(self, name: str) -> list[Counter]:
+        """Every counter of this event whatever its PMU or modifiers (aliases accepted)."""
+        want = canonical_event(name)
+        return [c for c in self.counters.values() if c.name == want]
 
-    def coverage(self, event: str) -> float:
-        """The smallest multiplexing coverage among the event's rows (1: always counted)."""
-        event = canonical(event)[0]
-        covs = [c.coverage for c in self.counters if c.event == event and c.value is not None]
-        return min(covs) if covs else 0.0
-
-    def series(self):
-        """Interval mode: a DataFrame indexed by interval end (s), one column per event."""
+    def intervals_frame(self):
+        """Interval mode as a pandas DataFrame, one row per reading."""
         import pandas as pd
-
-        rows = [(c.interval_s, c.event, c.value) for c in self.counters
-                if c.interval_s is not None]
-        if not rows:
-            return pd.DataFrame()
-        df = pd.DataFrame(rows, columns=["interval_s", "event", "value"])
-        return df.pivot_table(index="interval_s", columns="event", values="value",
-                              aggfunc="sum")
+        cols = ["time_s", "counter", "value", "unit", "status", "coverage", "part"]
+        return pd.DataFrame([[getattr(s, c) for c in cols] for s in self.intervals],
+                            columns=cols)
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "format": self.format, "command": self.command,
-                "runs": self.runs, "elapsed_s": self.elapsed_s, "user_s": self.user_s,
-                "sys_s": self.sys_s,
-                "totals": {e: self.total(e) for e in self.events()},
-                "counters": [c.__dict__ for c in self.counters],
-                "problems": [{"line": n, "text": t, "reason": r} for n, t, r in self.problems]}
+        d = asdict(self)
+        d["derived"] = self.derived
+        return d
 
 
-def canonical(raw: str) -> tuple[str, str | None, str]:
-    """(canonical event with modifiers, pmu, modifiers) of an event name as written."""
-    pmu = None
-    name, mods = raw, ""
-    m = re.match(r"^([\w.-]+)/([^/]+)/(\w*)$", raw)
+class PerfStatError(Exception):
+    """A file that cannot be read as perf stat output; str() is ``PATH[:LINE]: reason``."""
+
+    def __init__(self, path: str, line: int | None, reason: str):
+        self.path, self.line, self.reason = path, line, reason
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {reason}")
+
+
+# ----------------------------------------------------------------------------- names
+
+_PMU_EVENT = re.compile(r"^(?P<pmu>[A-Za-z_][\w.-]*)/(?P<ev>[^/]+)/(?P<mods>[A-Za-z]*)$")
+_MODIFIED = re.compile(r"^(?P<ev>.+?):(?P<mods>[ukhGHIpPSDWeb]+)$")
+
+
+def canonical_event(name: str) -> str:
+    """The canonical spelling of a bare event name (no PMU, no modifiers)."""
+    low = name.lower()
+    return ALIASES.get(low) or _KNOWN.get(low) or name
+
+
+@lru_cache(maxsize=4096)
+def split_event(raw: str) -> tuple[str, str, str]:
+    """``cpu_core/LLC-load-misses/u`` -> ("cpu_core", "LLC-misses", "u")."""
+    pmu, mods, ev = "", "", raw.strip()
+    m = _PMU_EVENT.match(ev)
     if m:
-        pmu, name, mods = m.group(1), m.group(2), m.group(3)
-        if pmu not in ("cpu", "cpu_core", "cpu_atom", "armv8_pmuv3"):   # power/energy-pkg/
-            return raw, None, ""
-    elif ":" in raw:
-        name, mods = raw.rsplit(":", 1)
-        if not re.fullmatch(r"[ukhGHpPSD]+", mods):
-            name, mods = raw, ""
-    name = ALIASES.get(name, name)
-    return (f"{name}:{mods}" if mods else name), pmu, mods
+        pmu, ev, mods = m["pmu"], m["ev"], m["mods"]
+    m = _MODIFIED.match(ev)
+    if m:
+        ev, mods = m["ev"], m["mods"] + mods
+    return pmu, canonical_event(ev), mods
 
 
-def load_perf_stat(path: str | Path) -> PerfStat:
-    """Parse a file (UTF-8, at most 64 MiB); ConfigError naming the file otherwise."""
-    p = Path(path)
-    if p.is_dir():
-        raise ConfigError("perf", f"{path}: a directory, not a perf stat file")
-    text = read_text(p, "perf", MAX_PERF_BYTES)
-    return parse_perf_stat(text, source=str(path))
+def counter_key(pmu: str, name: str, mods: str) -> str:
+    """The key of a counter in PerfStat.counters: ``[pmu/]name[:modifiers]``."""
+    key = f"{pmu}/{name}" if pmu else name
+    return f"{key}:{mods}" if mods else key
 
 
-def parse_perf_stat(text: str, source: str = "") -> PerfStat:
-    ps = PerfStat(source=source)
-    lines = text.splitlines()
-    first = next((ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), "")
-    if first.lstrip().startswith("{"):
-        ps.format = "json"
-        reader = _json_line
-    else:
-        sep = _csv_separator(first)
-        if sep is not None:
-            ps.format = "csv"
-            reader = lambda n, ln, ps: _csv_line(n, ln, ps, sep)  # noqa: E731
-        else:
-            reader = _human_line
-    for n, line in enumerate(lines, 1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        reader(n, line, ps)
-    if ps.counters and all(c.interval_s is None for c in ps.counters) is False:
-        ps.format += "+intervals"
-    return ps
+# ----------------------------------------------------------------------------- numbers
+
+def _human_num(text: str) -> float:
+    return float(text.replace(",", ""))
 
 
-def _number(text: str, decimal_comma: bool = False) -> float:
-    t = text.strip()
-    if decimal_comma:
-        t = t.replace(".", "").replace(",", ".")
-    else:
-        t = t.replace(",", "")
-    v = float(t)
-    if not math.isfinite(v):
-        raise ValueError(text)
-    return v
+def _local_num(text: str, comma: bool) -> float:
+    """A CSV/JSON number; a comma is the decimal mark when the separator is not a comma."""
+    text = text.strip()
+    return float(text.replace(",", ".") if comma else text)
 
 
-def _add(ps: PerfStat, n: int, raw: str, value: str, unit: str = "", coverage=None,
-         variance=None, metric=None, ts=None, agg=None, decimal_comma=False) -> None:
-    event, pmu, mods = canonical(raw)
-    status = "counted"
-    v = None
-    if value.strip() == NOT_COUNTED:
-        status = "not counted"
-    elif value.strip() == NOT_SUPPORTED:
-        status = "not supported"
-    else:
-        v = _number(value, decimal_comma)
-    ps.counters.append(Counter(event=event, raw=raw, value=v, unit=unit, status=status,
-                               coverage=1.0 if coverage is None else coverage,
-                               variance_pct=variance, pmu=pmu, modifiers=mods,
-                               metric=metric, interval_s=ts, aggregate=agg, line=n))
-
-
-# -- human --------------------------------------------------------------------------------
-
-def _human_line(n: int, line: str, ps: PerfStat) -> None:
-    if (h := _HEADER.search(line)) is not None:
-        ps.command = h.group("what").strip()
-        ps.runs = int(h.group("runs")) if h.group("runs") else None
-        return
-    if (f := _FOOTER.match(line)) is not None:
-        setattr(ps, {"time elapsed": "elapsed_s", "user": "user_s", "sys": "sys_s"}[
-            f.group("what")], _number(f.group("v")))
-        return
-    if line.lstrip().startswith("#"):
-        return
-    m = _HUMAN.match(line)
-    if m is None:
-        if _METRIC.search(line) and ps.counters and not re.match(r"^\s*\d", line):
-            return          # a metric-only continuation line (perf's second metric)
-        ps.problems.append((n, line.strip()[:200], "not a perf stat line"))
-        return
-    rest = m.group("rest")
-    cover = _COVER.search(rest)
-    var = _VARIANCE.search(rest)
-    metric = None
-    mm = _METRIC.search(rest)
-    if mm is not None:
-        try:
-            metric = (_number(mm.group("v").rstrip("%")), mm.group("u").strip())
-        except ValueError:
-            metric = None
+def _is_num(text: str, comma: bool = False) -> bool:
     try:
-        _add(ps, n, m.group("event"), m.group("value"), m.group("unit") or "",
-             coverage=float(cover.group(1)) / 100 if cover else None,
-             variance=float(var.group(1)) if var else None, metric=metric,
-             ts=float(m.group("ts")) if m.group("ts") else None, agg=m.group("agg"))
+        return math.isfinite(_local_num(text, comma))
     except ValueError:
-        ps.problems.append((n, line.strip()[:200], f"{m.group('value')!r} is not a count"))
+        return False
 
 
-# -- CSV (-x SEP) ---------------------------------------------------------------------------
+def _pct(x: float) -> float:
+    """A percentage as a fraction, without binary noise (28.67 -> 0.2867)."""
+    return round(x / 100, 10)
 
-def _csv_separator(line: str) -> str | None:
-    """The -x separator of a CSV line, or None for the human format."""
-    if _HUMAN.match(line) or _HEADER.search(line) or _FOOTER.match(line):
+
+def _finite(x) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
         return None
-    # the separator is the character that splits the row into the most fields (a
-    # decimal comma splits a value in two at most)
-    counts = {sep: line.count(sep) for sep in (",", ";", "\t", "|", "!", ":")}
-    sep = max(counts, key=counts.get)
-    return sep if counts[sep] >= 3 else None
+    return v if math.isfinite(v) else None
 
 
-def _csv_line(n: int, line: str, ps: PerfStat, sep: str) -> None:
-    f = [x.strip() for x in line.rstrip("\n").split(sep)]
-    decimal_comma = sep != "," and any(re.fullmatch(r"-?\d+,\d+", x) for x in f)
-    i, ts, agg = 0, None, None
+@lru_cache(maxsize=1024)
+def _metric_kind(unit: str) -> str | None:
+    return next((k for rx, k in _METRIC_KINDS if rx.match(unit)), None)
 
-    def is_value(x: str) -> bool:
-        return x in (NOT_COUNTED, NOT_SUPPORTED) or bool(re.fullmatch(r"-?\d[\d.,]*", x))
 
-    if len(f) > 2 and re.fullmatch(r"\d+[.,]\d+", f[0]) and (is_value(f[1]) or _AGG.match(f[1])):
-        ts, i = _number(f[0], decimal_comma or ("," in f[0] and sep != ",")), 1
-    if i < len(f) and _AGG.match(f[i]):
-        agg, i = f[i], i + 1
-        if i + 1 < len(f) and re.fullmatch(r"\d+", f[i]) and is_value(f[i + 1]):
-            i += 1                                  # the number of CPUs aggregated
-    rest = f[i:] + [""] * 7
-    value, unit, event, _runtime, pcnt, mval, munit = rest[:7]
-    if not event or not is_value(value):
-        ps.problems.append((n, line.strip()[:200], "not a perf stat CSV row"))
+def _metric(value, unit: str, group: str = "") -> Metric:
+    unit = " ".join(unit.split())
+    return Metric(_finite(value), unit, _metric_kind(unit), group)
+
+
+# ----------------------------------------------------------------------------- collecting
+
+class _LineError(Exception):
+    pass
+
+
+@dataclass
+class _Row:
+    line: int
+    event: str
+    value: float | None
+    status: str
+    unit: str = ""
+    coverage: float | None = None
+    variance_pct: float | None = None
+    time_s: float | None = None
+    part: str = ""
+    part_cpus: int | None = None
+    runtime_ns: int | None = None
+    metrics: list[Metric] = field(default_factory=list)
+
+
+@dataclass
+class _Sink:
+    rows: list[_Row] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    comments: list[Comment] = field(default_factory=list)
+    metrics: list[Metric] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+    bracketed: bool = False
+    decimal_comma: bool = False
+    group: str = ""
+
+    def attach(self, metric: Metric) -> None:
+        """A metric on a line of its own belongs to the counter just read, if any."""
+        if self.rows and not metric.group:
+            self.rows[-1].metrics.append(metric)
+        else:
+            self.metrics.append(metric)
+
+
+def _value_status(text: str, comma: bool = False, human: bool = False):
+    t = text.strip()
+    if t == "<not counted>":
+        return None, NOT_COUNTED
+    if t == "<not supported>":
+        return None, NOT_SUPPORTED
+    try:
+        return (_human_num(t) if human else _local_num(t, comma)), COUNTED
+    except ValueError:
+        raise _LineError(f"counter value {t!r} is not a number") from None
+
+
+# ----------------------------------------------------------------------------- shared lines
+
+_HEADER = re.compile(r"^Performance counter stats for (?P<what>[^']*)'(?P<target>.*)'"
+                     r"(?:\s*\((?P<runs>\d+) runs\))?\s*:?$")
+_NUM = r"\d[\d,]*(?:\.\d+)?"
+_FOOTER = re.compile(rf"^(?P<v>{_NUM})(?:\s*\+-\s*(?P<sd>{_NUM}))?\s+seconds\s+"
+                     r"(?P<what>time elapsed|user|sys)"
+                     r"(?:\s*\(\s*\+-\s*(?P<pct>\d+(?:\.\d+)?)\s*%\s*\))?$")
+_HINTS = re.compile(r"^(Some events weren't counted|echo [01] > /proc/sys/kernel/nmi_watchdog|"
+                    r"perf stat |The events in group usually|Try reorganizing the group|"
+                    r"Events disabled|Error:\s*$)")
+
+
+def _header(s: str, meta: dict) -> bool:
+    m = _HEADER.match(s)
+    if not m:
+        return False
+    what, target = m["what"].strip(), m["target"]
+    meta["target"] = f"{what} '{target}'".strip()
+    if what == "process id":
+        meta["pid"] = target
+    elif target == "system wide":
+        meta["system_wide"] = True
+    elif target.startswith("CPU(s) "):
+        meta["system_wide"], meta["cpus"] = True, target[len("CPU(s) "):]
+    elif not what:
+        meta["command"] = target
+    if m["runs"]:
+        meta["runs"] = int(m["runs"])
+    return True
+
+
+def _footer(s: str, meta: dict) -> bool:
+    m = _FOOTER.match(s)
+    if not m:
+        return False
+    key = {"time elapsed": "elapsed_s", "user": "user_s", "sys": "sys_s"}[m["what"]]
+    meta[key] = _human_num(m["v"])
+    if key == "elapsed_s" and m["pct"]:
+        meta["elapsed_variance_pct"] = float(m["pct"])
+    return True
+
+
+def _scan(lines: Iterable[tuple[int, str]], sink: _Sink,
+          parse_line: Callable[[int, str, _Sink], None]) -> _Sink:
+    """Every line goes somewhere: a row, the header/footer, a comment, or a problem."""
+    for no, line in lines:
+        s = line.strip()
+        if not s or _header(s, sink.meta) or _footer(s, sink.meta):
+            continue
+        if (s.startswith("#") and not line[0].isspace()) or _HINTS.match(s):
+            sink.comments.append(Comment(no, line))
+            continue
+        try:
+            parse_line(no, line, sink)
+        except _LineError as e:
+            sink.problems.append(Problem(no, line, str(e)))
+    return sink
+
+
+# ----------------------------------------------------------------------------- human
+
+_AGGR = r"S\d+(?:-D\d+)?(?:-C\d+|-L\d+-ID\d+)?|N\d+"
+_PREFIX = (rf"^\s*(?:(?P<ts>\d+\.\d+)\s+)?"
+           rf"(?:(?:(?P<aggr>{_AGGR})\s+(?P<nr>\d+)|(?P<cpu>CPU\d+)|(?P<thr>[^\s\d<#][^\s]*-\d+))\s+)?")
+_HUMAN = re.compile(_PREFIX + r"(?P<value>\d[\d,]*(?:\.\d+)?|<not counted>|<not supported>)\s+"
+                    r"(?:(?P<unit>[A-Za-z%]{1,8})\s+(?=[^\s#(\[]))?"
+                    r"(?P<event>[^\s#(\[]+)(?P<rest>.*)$")
+_HUMAN_METRIC = re.compile(_PREFIX + r"(?P<group>[A-Za-z][^#]*?)?\s*(?P<rest>#.*)$")
+_COVERAGE_END = re.compile(r"\s*(?P<open>[\[(])\s*(?P<pct>\d+(?:\.\d+)?)\s*%\s*[\])]\s*$")
+_VARIANCE_END = re.compile(r"\s*\(\s*\+-\s*(?P<pct>\d+(?:\.\d+)?)\s*%\s*\)\s*$")
+_OLD_UNIT = re.compile(r"^\s*\((?P<unit>[A-Za-z]+)\)")
+_METRIC_TEXT = re.compile(r"^#\s*(?P<v>-?\d[\d,]*(?:\.\d+)?|nan|-?inf)?\s*(?P<u>.*)$")
+
+
+def _split_rest(rest: str, row: _Row, sink: _Sink) -> Metric | None:
+    """What follows the event name: (msec), # metric, ( +- var% ), (cov%) or [cov%]."""
+    m = _COVERAGE_END.search(rest)
+    if m:
+        row.coverage, rest = _pct(float(m["pct"])), rest[:m.start()]
+        sink.bracketed |= m["open"] == "["
+    m = _VARIANCE_END.search(rest)
+    if m:
+        row.variance_pct, rest = float(m["pct"]), rest[:m.start()]
+    m = _OLD_UNIT.match(rest)
+    if m:
+        row.unit, rest = row.unit or m["unit"], rest[m.end():]
+    rest = rest.strip()
+    if not rest:
+        return None
+    m = _METRIC_TEXT.match(rest)
+    if not m:
+        raise _LineError(f"unexpected text after the event: {rest!r}")
+    if m["v"] is None:
+        if m["u"].strip():
+            raise _LineError(f"derived metric without a value: {rest!r}")
+        return None
+    if "[" in m["u"] or m["u"].count("(") != m["u"].count(")"):
+        raise _LineError(f"unbalanced bracket after the metric (truncated?): {rest!r}")
+    return _metric(m["v"].replace(",", ""), m["u"])
+
+
+def _prefix(m: re.Match, row: _Row) -> None:
+    row.time_s = float(m["ts"]) if m["ts"] else None
+    row.part = m["aggr"] or m["cpu"] or m["thr"] or ""
+    row.part_cpus = int(m["nr"]) if m["nr"] else None
+
+
+def _human_line(no: int, line: str, sink: _Sink) -> None:
+    m = _HUMAN.match(line)
+    if m:
+        value, status = _value_status(m["value"], human=True)
+        row = _Row(no, m["event"], value, status, unit=m["unit"] or "")
+        _prefix(m, row)
+        metric = _split_rest(m["rest"], row, sink)
+        row.metrics += [metric] if metric else []
+        sink.rows.append(row)
         return
-    try:
-        cover = _number(pcnt, decimal_comma) / 100 if pcnt else None
-        metric = (_number(mval, decimal_comma), munit) if mval else None
-        _add(ps, n, event, value, unit, coverage=cover, metric=metric, ts=ts, agg=agg,
-             decimal_comma=decimal_comma)
-    except ValueError as e:
-        ps.problems.append((n, line.strip()[:200], f"{e.args[0]!r} is not a number"))
+    m = _HUMAN_METRIC.match(line)
+    if not m:
+        raise _LineError("not a perf stat counter line")
+    probe = _Row(no, "", None, COUNTED)
+    metric = _split_rest(m["rest"], probe, sink)
+    if metric is None:
+        raise _LineError("not a perf stat counter line")
+    sink.attach(Metric(metric.value, metric.unit, metric.kind, (m["group"] or "").strip()))
 
 
-# -- JSON (-j) ---------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------- CSV
 
-def _json_line(n: int, line: str, ps: PerfStat) -> None:
+_AGGR_FIELD = re.compile(rf"^(?:{_AGGR}|CPU\d+|.+-\d+)$")
+_EVENT_FIELD = re.compile(r"^[A-Za-z_][^\s]*$")
+
+
+def _csv_prefix(pre: list[str], comma: bool):
+    """(time_s, part, cpus) if the fields before the value are a timestamp and/or an id."""
+    ts, part, cpus, i = None, "", None, 0
+    pre = [f.strip() for f in pre]
+    if i < len(pre) and ("." in pre[i] or "," in pre[i]) and _is_num(pre[i], comma):
+        ts, i = _local_num(pre[i], comma), i + 1
+    if i < len(pre) and _AGGR_FIELD.match(pre[i]):
+        part, i = pre[i], i + 1
+        if i < len(pre) and pre[i].isdigit() and not part.startswith("CPU"):
+            cpus, i = int(pre[i]), i + 1
+    return (ts, part, cpus) if i == len(pre) else None
+
+
+def _value_like(text: str, comma: bool) -> bool:
+    t = text.strip()
+    return t in ("<not counted>", "<not supported>") or _is_num(t, comma)
+
+
+def _csv_locate(fields: list[str], comma: bool):
+    """Index of the value column and the prefix before it, or (None, None)."""
+    for v in range(min(4, len(fields) - 2)):
+        if not (_value_like(fields[v], comma) and _EVENT_FIELD.match(fields[v + 2].strip())):
+            continue
+        if _value_like(fields[v + 1], comma):
+            continue                       # a unit is never a number
+        prefix = _csv_prefix(fields[:v], comma)
+        if prefix is not None:
+            return v, prefix
+    return None, None
+
+
+def _csv_tail(rest: list[str], row: _Row, comma: bool) -> Metric | None:
+    """[cgroup] [variance%] runtime pcnt [metric-value metric-unit], all optional."""
+    rest = [f.strip() for f in rest]
+    if rest and rest[0] and not rest[0].endswith("%") and not _is_num(rest[0], comma):
+        rest = rest[1:]                    # a cgroup name (-G)
+    if rest and rest[0].endswith("%") and _is_num(rest[0][:-1], comma):
+        row.variance_pct, rest = _local_num(rest[0][:-1], comma), rest[1:]
     try:
-        d = json.loads(line)
-        if not isinstance(d, dict) or "event" not in d or "counter-value" not in d:
-            raise ValueError("no event or counter-value")
-    except ValueError as e:
-        ps.problems.append((n, line.strip()[:200], f"not a perf stat JSON object ({e})"))
-        return
-    agg = next((str(d[k]) for k in ("cpu", "core", "socket", "die", "node") if k in d), None)
+        if rest and rest[0]:
+            row.runtime_ns = int(_local_num(rest[0], comma))
+        if len(rest) > 1 and rest[1]:
+            row.coverage = _pct(_local_num(rest[1], comma))
+        metric = None
+        if len(rest) > 2 and rest[2]:
+            metric = _metric(_local_num(rest[2], comma), rest[3] if len(rest) > 3 else "")
+    except ValueError:
+        raise _LineError(f"runtime / percentage / metric columns are not numbers: {rest}") \
+            from None
+    if any(rest[4:]):
+        raise _LineError(f"unexpected extra columns: {rest[4:]}")
+    return metric
+
+
+def _csv_metric_only(fields: list[str], comma: bool, sink: _Sink) -> bool:
+    """A further metric of the counter above: prefix, the counter's columns left empty
+    (perf writes at least four), metric value, metric unit."""
+    if len(fields) < 3 or not _is_num(fields[-2], comma) or not fields[-1].strip() \
+            or _value_like(fields[-1], comma):
+        return False
+    head = [f for f in fields[:-2] if f.strip()]
+    if len(fields) - 2 - len(head) < 4 or fields[-3].strip() \
+            or _csv_prefix(head, comma) is None:
+        return False
+    sink.attach(_metric(_local_num(fields[-2], comma), fields[-1]))
+    return True
+
+
+def _csv_parser(sep: str) -> Callable[[int, str, _Sink], None]:
+    comma = sep != ","
+
+    def parse(no: int, line: str, sink: _Sink) -> None:
+        fields = line.split(sep)
+        v, prefix = _csv_locate(fields, comma)
+        if v is None:
+            if _csv_metric_only(fields, comma, sink):
+                return
+            raise _LineError(f"no value{sep}unit{sep}event columns (separator {sep!r})")
+        value, status = _value_status(fields[v], comma)
+        if comma and "," in line:
+            sink.decimal_comma = True
+        row = _Row(no, fields[v + 2].strip(), value, status, unit=fields[v + 1].strip())
+        row.time_s, row.part, row.part_cpus = prefix
+        metric = _csv_tail(fields[v + 3:], row, comma)
+        row.metrics += [metric] if metric else []
+        sink.rows.append(row)
+    return parse
+
+
+# ----------------------------------------------------------------------------- JSON
+
+_PART_KEYS = ("core", "socket", "die", "node", "cpu", "thread", "cache")
+_JSON_META = {"interval", "aggregate-number", "cpu-count", "cgroup", *_PART_KEYS}
+
+
+def _json_counter(no: int, obj: dict) -> _Row:
+    raw = obj.get("counter-value")
+    value, status = _value_status(str(raw)) if raw is not None else (None, NOT_COUNTED)
+    row = _Row(no, str(obj["event"]), value, status, unit=str(obj.get("unit") or ""))
+    pcnt, var, runtime = (_finite(obj.get(k)) for k in ("pcnt-running", "variance",
+                                                         "event-runtime"))
+    row.coverage = _pct(pcnt) if pcnt is not None else None
+    row.variance_pct = var
+    row.runtime_ns = int(runtime) if runtime is not None else None
+    return row
+
+
+def _json_metric(obj: dict, group: str) -> Metric | None:
+    unit = str(obj.get("metric-unit") or "")
+    if "metric-value" not in obj or unit in ("", "(null)"):
+        return None
+    return _metric(obj["metric-value"], unit, group)
+
+
+def _json_object(no: int, obj: dict, sink: _Sink) -> None:
+    if "event" in obj:
+        row = _json_counter(no, obj)
+        row.time_s = _finite(obj.get("interval"))
+        row.part = str(next((obj[k] for k in _PART_KEYS if k in obj), ""))
+        nr = obj.get("aggregate-number", obj.get("cpu-count"))
+        row.part_cpus = int(nr) if isinstance(nr, int | float) else None
+        metric = _json_metric(obj, "")
+        row.metrics += [metric] if metric else []
+        sink.rows.append(row)
+    elif "metricgroup" in obj:
+        sink.group = str(obj["metricgroup"])
+    elif "metric-value" in obj:
+        metric = _json_metric(obj, sink.group)
+        if metric:
+            sink.attach(metric)
+    else:
+        extra = {k: v for k, v in obj.items() if k not in _JSON_META}
+        if not extra or any(_finite(v) is None for v in extra.values()):
+            raise _LineError("JSON object with neither an event nor metric values")
+        sink.metrics += [_metric(v, k, "metric-only") for k, v in extra.items()]
+
+
+def _json_line(no: int, line: str, sink: _Sink) -> None:
+    decoder, s, pos = json.JSONDecoder(), line.strip(), 0
+    while pos < len(s):
+        try:
+            obj, pos = decoder.raw_decode(s, pos)
+        except json.JSONDecodeError as e:
+            raise _LineError(f"invalid JSON: {e.msg} (column {e.colno})") from None
+        if not isinstance(obj, dict):
+            raise _LineError("a JSON value that is not an object")
+        _json_object(no, obj, sink)
+        while pos < len(s) and s[pos].isspace():
+            pos += 1
+
+
+# ----------------------------------------------------------------------------- detection
+
+_SEPARATORS = ",;\t|:!^~"
+_SAMPLE_LINES = 400
+
+
+def _numbered(text: str) -> list[tuple[int, str]]:
+    text = text.lstrip("\ufeff").replace("\u00a0", " ").replace("\u202f", " ")
+    return [(i, line.rstrip("\r\n")) for i, line in enumerate(text.splitlines(), 1)]
+
+
+def _candidates(lines: list[tuple[int, str]]):
+    """(format, separator, line parser) for every format the text might be in."""
+    first = next((s for _, s in lines if s.strip() and not s.lstrip().startswith("#")), "")
+    if first.lstrip().startswith("{"):
+        return [("json", None, _json_line)]
+    out = [("human", None, _human_line)]
+    return out + [("csv", sep, _csv_parser(sep)) for sep in _SEPARATORS if sep in first]
+
+
+def _detect(lines: list[tuple[int, str]]):
+    """The candidate that reads the most counters from the first lines (fewest problems)."""
+    sample = [x for x in lines if x[1].strip()][:_SAMPLE_LINES]
+    best, best_score = None, None
+    for cand in _candidates(lines):
+        sink = _scan(sample, _Sink(), cand[2])
+        score = (len(sink.rows), -len(sink.problems))
+        if best_score is None or score > best_score:
+            best, best_score = cand, score
+    return best
+
+
+# ----------------------------------------------------------------------------- assembly
+
+def _default_unit(name: str) -> str:
+    return "msec" if name == "task-clock" else ""
+
+
+def _coverage(rows: list[_Row]) -> float:
+    counted = [r for r in rows if r.status == COUNTED]
+    if not counted:
+        return 0.0
+    return sum(1.0 if r.coverage is None else r.coverage for r in counted) / len(counted)
+
+
+def _total(rows: list[_Row]) -> tuple[float | None, str]:
+    counted = [r.value for r in rows if r.status == COUNTED]
+    return (sum(counted), COUNTED) if counted else (None, rows[0].status)
+
+
+def _parts(rows: list[_Row]) -> tuple[Part, ...]:
+    by_part: dict[str, list[_Row]] = {}
+    for r in rows:
+        by_part.setdefault(r.part, []).append(r)
+    out = []
+    for pid, rs in by_part.items():
+        value, status = _total(rs)
+        out.append(Part(pid, rs[0].part_cpus, value, status, _coverage(rs),
+                        rs[0].variance_pct if len(rs) == 1 else None))
+    return tuple(out)
+
+
+def _counter(rows: list[_Row]) -> Counter:
+    first = rows[0]
+    pmu, name, mods = split_event(first.event)
+    value, status = _total(rows)
+    single = len(rows) == 1
+    return Counter(
+        name=name, raw_name=first.event, value=value,
+        unit=first.unit or _default_unit(name), status=status, coverage=_coverage(rows),
+        line=first.line, variance_pct=first.variance_pct if single else None,
+        modifiers=mods, pmu=pmu, runtime_ns=first.runtime_ns if single else None,
+        metrics=tuple(first.metrics) if single else (),
+        parts=_parts(rows) if any(r.part for r in rows) else ())
+
+
+def _group(rows: list[_Row], problems: list[Problem]) -> dict[str, list[_Row]]:
+    """Rows by counter key; a second reading of the same slot is a problem, not a sum."""
+    groups: dict[str, list[_Row]] = {}
+    seen: dict[tuple, _Row] = {}
+    for r in rows:
+        key = counter_key(*split_event(r.event))
+        slot = (key, r.time_s, r.part)
+        if slot in seen:
+            problems.append(Problem(r.line, r.event, f"{r.event!r} repeats the counter read "
+                                    f"at line {seen[slot].line} ({key}); kept the first"))
+            continue
+        seen[slot] = r
+        groups.setdefault(key, []).append(r)
+    return groups
+
+
+def _sample(key: str, r: _Row) -> Sample:
+    unit = r.unit or _default_unit(split_event(r.event)[1])
+    coverage = 0.0 if r.status != COUNTED else 1.0 if r.coverage is None else r.coverage
+    return Sample(r.time_s, key, r.value, unit, r.status, coverage, r.part, tuple(r.metrics))
+
+
+def _assemble(sink: _Sink, fmt: str, sep: str | None, source: str) -> PerfStat:
+    groups = _group(sink.rows, sink.problems)
+    samples = tuple(_sample(k, r) for k, rs in groups.items() for r in rs
+                    if r.time_s is not None)
+    if fmt == "human" and sink.bracketed:
+        fmt = "human-old"
+    return PerfStat(
+        counters={k: _counter(rs) for k, rs in groups.items()}, format=fmt, source=source,
+        separator=sep, decimal_comma=sink.decimal_comma,
+        intervals=tuple(sorted(samples, key=lambda s: s.time_s)),
+        metrics=tuple(sink.metrics),
+        problems=tuple(sorted(sink.problems, key=lambda p: p.line)),
+        comments=tuple(sink.comments), **sink.meta)
+
+
+# ----------------------------------------------------------------------------- public
+
+def parse_perf_stat(text: str, *, source: str = "") -> PerfStat:
+    """Read perf stat output in any of its formats (see the module docstring)."""
+    lines = _numbered(text)
+    fmt, sep, parse_line = _detect(lines)
+    return _assemble(_scan(lines, _Sink(), parse_line), fmt, sep, source)
+
+
+def _decode(data: bytes, path: str) -> str:
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise PerfStatError(path, data.count(b"\n", 0, nul) + 1,
+                            f"binary file, not perf stat text (NUL byte at byte offset {nul})")
     try:
-        mv = d.get("metric-value")
-        metric = (float(mv), d.get("metric-unit", "")) if mv not in (None, "") else None
-        pc = d.get("pcnt-running")
-        ts = d.get("interval")
-        _add(ps, n, str(d["event"]), str(d["counter-value"]), str(d.get("unit", "")),
-             coverage=float(pc) / 100 if pc not in (None, "") else None, metric=metric,
-             ts=float(ts) if ts is not None else None, agg=agg)
-    except (TypeError, ValueError) as e:
-        ps.problems.append((n, line.strip()[:200], f"not a number ({e})"))
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PerfStatError(path, data.count(b"\n", 0, e.start) + 1,
+                            f"not UTF-8 text (byte 0x{data[e.start]:02x} at byte offset "
+                            f"{e.start})") from None
+
+
+def load_perf_stat(path: str | Path, *, max_bytes: int = MAX_BYTES) -> PerfStat:
+    """Read a perf stat output file; PerfStatError (one line) when it cannot be read."""
+    p, name = Path(path), str(path)
+    try:
+        if p.is_dir():
+            raise PerfStatError(name, None, "is a directory, not a perf stat file")
+        with p.open("rb") as f:
+            data = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise PerfStatError(name, None, "no such file") from None
+    except OSError as e:
+        raise PerfStatError(name, None, f"cannot read: {e.strerror or e}") from None
+    if len(data) > max_bytes:
+        raise PerfStatError(name, None, f"larger than the {max_bytes // (1024 * 1024)} MB "
+                            "limit for perf stat files")
+    return parse_perf_stat(_decode(data, name), source=name)
