@@ -352,7 +352,8 @@ def _per_strategy(df):
     d = summary(df, figs, [STRATEGY]).rename(columns=_f)
     panels = []
     for m in figs:
-        base = alt.Chart(d).encode(x=alt.X(f"{_f(STRATEGY)}:N", title="strategy"))
+        base = alt.Chart(d).encode(x=alt.X(f"{_f(STRATEGY)}:N", title="strategy",
+                                           axis=alt.Axis(labelAngle=0)))
         panel = base.mark_bar().encode(y=alt.Y(f"{m}:Q", title=m), color=alt.Color(
             f"{_f(STRATEGY)}:N", legend=None), tooltip=[_f(STRATEGY), m, "n"])
         if not rest:
