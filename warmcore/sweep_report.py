@@ -173,23 +173,28 @@ def _fmt_axis(v) -> str:
 
 
 def _pm(v, lo, hi) -> str:
+    """``mean ±half-width``, both to the mean's precision."""
     if v is None or v != v:
         return "-"
+    fmt = _format_of(v)
     if not (lo == lo and hi == hi):                   # no interval (n < 2)
-        return _num(v)
-    half = (hi - lo) / 2
-    return f"{_num(v)} ±{_num(half if half > 1e-9 * abs(v) else 0.0)}"
+        return fmt.format(v)
+    return f"{fmt.format(v)} ±{fmt.format((hi - lo) / 2)}"
 
 
 def _num(x: float) -> str:
+    return _format_of(x).format(x)
+
+
+def _format_of(x: float) -> str:
     a = abs(x)
     if a >= 1000 or (a >= 10 and float(x).is_integer()):
-        return f"{x:,.0f}"
+        return "{:,.0f}"
     if a >= 10:
-        return f"{x:.1f}"
+        return "{:.1f}"
     if a >= 0.01 or a == 0:
-        return f"{x:.3f}"
-    return f"{x:.3g}"
+        return "{:.3f}"
+    return "{:.3g}"
 
 
 # -- sensitivity -------------------------------------------------------------------------
@@ -335,11 +340,14 @@ def _line(df, x: str, y: str, title: str):
     if not rest:
         chart = alt.Chart(d).mark_errorband(opacity=0.2).encode(
             y=alt.Y(f"{_f(y)}_lo:Q", title=y), y2=f"{_f(y)}_hi:Q", **enc) + chart
-    return chart.properties(width=420, height=260, title=title + _averaged(rest))
+    head = alt.TitleParams(title + _averaged(rest), subtitle=[] if rest else
+                           "band: 95% Student t interval over the replications")
+    return chart.properties(width=420, height=260, title=head)
 
 
 def _per_strategy(df):
-    """IPC and GHz per strategy: bars of the means, 95% intervals when no other axis
+    """IPC and GHz per strategy: bars of the means, side by side for the values of
+    another axis with at most 10 (a governor...), 95% intervals when no other axis
     is averaged over."""
     import altair as alt
 
@@ -348,17 +356,25 @@ def _per_strategy(df):
         return "no strategy.name axis"
     if not figs:
         return "neither ipc nor ghz kept"
-    rest = [a for a in axes_of(df) if a != STRATEGY]
-    d = summary(df, figs, [STRATEGY]).rename(columns=_f)
+    others = [a for a in axes_of(df) if a != STRATEGY]
+    group = next((a for a in others if df[a].nunique() <= 10), None)
+    rest = [a for a in others if a != group]
+    d = summary(df, figs, [STRATEGY] + ([group] if group else [])).rename(columns=_f)
+    color = group or STRATEGY
+    enc = {"x": alt.X(f"{_f(STRATEGY)}:N", title="strategy", axis=alt.Axis(labelAngle=0)),
+           **({"xOffset": alt.XOffset(f"{_f(group)}:N")} if group else {})}
     panels = []
     for m in figs:
-        base = alt.Chart(d).encode(x=alt.X(f"{_f(STRATEGY)}:N", title="strategy",
-                                           axis=alt.Axis(labelAngle=0)))
-        panel = base.mark_bar().encode(y=alt.Y(f"{m}:Q", title=m), color=alt.Color(
-            f"{_f(STRATEGY)}:N", legend=None), tooltip=[_f(STRATEGY), m, "n"])
+        base = alt.Chart(d).encode(**enc)
+        panel = base.mark_bar().encode(
+            y=alt.Y(f"{m}:Q", title=m),
+            color=alt.Color(f"{_f(color)}:N", title=color.removeprefix("axis."),
+                            scale=alt.Scale(scheme="category10")),
+            tooltip=[_f(STRATEGY), *([_f(group)] if group else []), m, "n"])
         if not rest:
-            panel += base.mark_errorbar().encode(y=f"{m}_lo:Q", y2=f"{m}_hi:Q")
-        panels.append(panel.properties(width=200, height=220))
+            panel += base.mark_errorbar().encode(y=alt.Y(f"{m}_lo:Q", title=m),
+                                                 y2=f"{m}_hi:Q")
+        panels.append(panel.properties(width=240, height=220))
     return alt.hconcat(*panels).properties(title="IPC and GHz per strategy" + _averaged(rest))
 
 
@@ -460,6 +476,8 @@ def _table_text(df, s, spec, derived) -> list[str]:
             f"{m} {_pm(ok[m].iloc[0], math.nan, math.nan)}" for m in const)]
     if derived:
         lines.append(f"derived: {derived}")
+    if (s["n"] < 2).any():
+        lines.append("no interval where n < 2: set replications = 2 or more in the spec")
     return lines
 
 
