@@ -400,7 +400,8 @@ def _sensitivity_chart(sens: dict):
     base = alt.Chart(d).encode(y=alt.Y("parameter:N", sort="-x", title=None))
     layer = base.mark_bar().encode(x=alt.X("S1:Q", title="first-order index S1 (RBD-FAST)"),
                                    tooltip=["parameter", "S1", "S1_conf"]) + \
-        base.mark_errorbar().encode(x="lo:Q", x2="hi:Q")
+        base.mark_errorbar().encode(x=alt.X("lo:Q", title="first-order index S1 (RBD-FAST)"),
+                                    x2="hi:Q")
     return layer.properties(width=320, height=24 * d["parameter"].nunique()).facet(
         row=alt.Row("figure:N", title=None)).properties(title="Which parameter matters")
 
