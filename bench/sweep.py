@@ -25,7 +25,7 @@ from warmcore.sweeps import point_id, points, sweep, validate_spec
 
 def spec(n: int, requests: int = 1500):
     return validate_spec({
-        "scenario": "mmc", "set": [f"run.requests={requests}"], "batch": 8,
+        "scenario": "mmc", "set": [f"run.requests={requests}"],
         "metrics": ["throughput_rps"],
         "axes": {"workload.rate_per_s": {"start": 500.0, "stop": 3000.0, "num": n}}})
 

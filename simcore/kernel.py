@@ -334,7 +334,9 @@ class Thread:
         self.seg_t0 = t0
         self.seg_t1 = t0 + span
         if cost is None:                       # ideal machine
-            ctr[K_INS] += frac * total / self.kernel.ideal_spi
+            # instructions of the user part only, as the fast path counts them (kernel
+            # work runs cycles at the same clock: counters_now derives cycles from time)
+            ctr[K_INS] += frac * (total - sys_s) / self.kernel.ideal_spi
             self.seg_cost = None
             return
         ctr[K_CYC] += frac * cost[C_CYC]
@@ -944,7 +946,7 @@ class Kernel:
                     tot[K_SYS] -= frac * t.seg_sys
                     c = t.seg_cost
                     if c is None:       # ideal machine: instructions = time / spi
-                        tot[K_INS] -= frac * span / self.ideal_spi
+                        tot[K_INS] -= frac * (span - t.seg_sys) / self.ideal_spi
                     else:
                         tot[K_CYC] -= frac * c[C_CYC]
                         tot[K_INS] -= frac * c[C_INS]
@@ -956,7 +958,9 @@ class Kernel:
                 mig += t.migrations
                 fw += t.futex_wakes
             if self.ideal_spi:
-                tot[K_CYC] = tot[K_INS] * self.machine.cpi
+                # every busy second runs at the machine's one clock, kernel work too (as
+                # the hardware model charges it): the clock reads its own value exactly
+                tot[K_CYC] = tot[K_TASK] * self.machine.cpi / self.ideal_spi
             d = dict(zip(CTR_FIELDS, tot, strict=True))
             d.update(context_switches=cs, cpu_migrations=mig, futex_wakes=fw)
             procs[p.name] = d

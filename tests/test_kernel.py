@@ -193,3 +193,19 @@ def test_the_machine_cost_record_has_the_named_layout():
     assert cost.instructions == 2000.0 and cost.duration_s == pytest.approx(1e-6)
     assert cost.compute_s == cost.duration_s
     assert cost.reload_s == cost.coherence_s == cost.contention_s == 0.0
+
+
+@pytest.mark.parametrize("strategy", ["pc", "pec", "thread-pool", "virtual-threads"])
+def test_the_ideal_machine_reads_its_own_clock_with_kernel_work(strategy):
+    """On the ideal 1 GHz machine every busy second, kernel work included, runs at
+    1 GHz (cycles from time), and instructions are the user part only: task-clock =
+    instructions x CPI / GHz + sys, whether segments ran on the fast path or in chunks."""
+    import warmcore
+
+    r = warmcore.simulate(warmcore.Scenario.load("mmc", ["machine.cores=1",
+                                                         "workload.rate_per_s=900.0"])
+                          .with_(strategy=strategy), requests=300, seed=3724890594)
+    assert r.ghz == pytest.approx(1.0, rel=1e-12)
+    if strategy == "pec":              # the case that read 0.9996 GHz before the fix
+        assert r.sys_s > 0
+    assert r.instructions * 1e-9 + r.sys_s == pytest.approx(r.task_clock_ms * 1e-3, rel=1e-9)

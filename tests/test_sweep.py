@@ -269,3 +269,21 @@ def test_bad_spec_numbers_are_refused(tmp_path, capsys):
         assert main(["sweep", str(spec), "--out", str(tmp_path / "o")]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "max_wall" in err[0], err
+
+
+def test_automatic_batches_aim_at_half_a_second_of_work_and_shrink_at_the_end():
+    from warmcore.sweeps import TASK_SECONDS, Batcher
+
+    todo = iter(range(10_000))
+    b = Batcher(None, slots=2, total=10_000)
+    assert len(b.take(todo)) == 1                  # nothing measured yet: one run
+    b.observe(runs=1, seconds=0.005)               # 5 ms a run -> 100 runs a task
+    assert len(b.take(todo)) == int(TASK_SECONDS / 0.005)
+    b.left = 40                                    # the end: spread over both workers
+    assert b.size() == 10
+    assert Batcher(3, slots=2, total=100).size() == 3     # the spec's batch wins
+
+
+def test_batch_does_not_change_the_spec_hash_or_the_seeds(tmp_path):
+    spec = load_spec(write_spec(tmp_path))
+    assert spec.model_copy(update={"batch": 50}).digest() == spec.digest()

@@ -43,6 +43,7 @@ _EXPORTS = {
     "frame": "warmcore.api",
     "parameters": "warmcore.params",
     "sweep": "warmcore.sweeps",
+    "report_sweep": "warmcore.sweep_report",
     "Parameter": "warmcore.params",
 }
 

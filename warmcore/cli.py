@@ -4,6 +4,8 @@
                  [--requests N | --duration SECONDS] [--json] [--trace FILE.json]
     warmcore compare SCENARIO --strategies A,B,... [--load L1,L2,...] [same options] [--json]
     warmcore scenarios | presets | strategies
+    warmcore sweep SPEC.toml --out DIR [--workers N] [--scheduler tcp://HOST:PORT]
+    warmcore sweep-report DIR [--html REPORT.html] [--charts DIR | --no-charts]
     warmcore explore [--port N]      # the what-if explorer in the browser (needs [app])
 
 Usage errors and bad scenarios print one line (``warmcore: FIELD: REASON``) and
@@ -60,6 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="replace the output of a different spec")
     sw.add_argument("--retry-failed", action="store_true", help="rerun the failed points")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    rep = sub.add_parser("sweep-report", help="means with 95%% intervals, charts and a "
+                         "sensitivity ranking of a sweep's results (docs/sweeps.md)")
+    rep.add_argument("results", help="a sweep's output directory (or one Parquet file)")
+    rep.add_argument("--html", metavar="REPORT.html", help="also write one self-contained "
+                     "page with the tables and charts")
+    charts = rep.add_mutually_exclusive_group()
+    charts.add_argument("--charts", metavar="DIR", help="where the charts go, as HTML and "
+                        "PNG (default: RESULTS-charts beside the results)")
+    charts.add_argument("--no-charts", action="store_true", help="print the tables only")
     ex = sub.add_parser("explore", help="open the what-if explorer (Streamlit) on "
                         "127.0.0.1 and print its URL")
     ex.add_argument("--port", type=int, default=8501, help="port on 127.0.0.1 (default 8501)")
@@ -223,6 +234,20 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_sweep_report(args) -> int:
+    """Every error of a report is one line, ``warmcore: error: ...``."""
+    from warmcore.sweep_report import report
+
+    charts_dir = None if args.no_charts else (args.charts or "default")
+    try:
+        report(args.results, html=args.html, charts_dir=charts_dir)
+    except ConfigError as e:
+        raise UsageError(f"error: {e}") from None
+    except OSError as e:
+        raise UsageError(f"error: {e.filename or args.results}: {e.strerror}") from None
+    return 0
+
+
 def cmd_explore(args) -> int:
     """``streamlit run`` on the installed app (warmcore/app.py), loopback only, headless."""
     import importlib.util
@@ -272,6 +297,7 @@ def cmd_strategies(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "compare": cmd_compare, "sweep": cmd_sweep,
+            "sweep-report": cmd_sweep_report,
             "explore": cmd_explore,
             "scenarios": cmd_scenarios,
             "presets": cmd_presets,

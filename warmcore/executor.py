@@ -54,3 +54,12 @@ def _dask_executor(address: str):
         yield ex
     finally:
         client.close()
+
+
+def capacity(ex: Executor) -> int:
+    """How many tasks ``ex`` runs at once: a local pool's processes, or the threads
+    of the Dask cluster's workers now (at least 1, so a sweep waits for workers)."""
+    client = getattr(ex, "_client", None)          # distributed's ClientExecutor
+    if client is not None:
+        return max(1, sum(client.nthreads().values()))
+    return max(1, getattr(ex, "_max_workers", 1))

@@ -50,6 +50,8 @@ from pydantic import (
 
 from warmcore.simcore.config import ConfigError, Scenario
 
+TASK_SECONDS = 0.5        # an automatic batch aims at this much work per task
+MAX_BATCH = 1000
 DEFAULT_METRICS = ["throughput_rps", "latency_us.p50", "latency_us.p99", "latency_us.max",
                    "cpus_utilized", "ipc", "ghz", "llc_loads", "requests"]
 SPEC_FILE = "spec.json"
@@ -108,7 +110,7 @@ class SweepSpec(BaseModel):
     replications: int = Field(default=1, ge=1, le=1000)
     seed: int = Field(default=1, ge=0)
     metrics: list[str] = DEFAULT_METRICS
-    batch: int = Field(default=4, ge=1, le=10_000)
+    batch: int | None = Field(default=None, ge=1, le=10_000)   # None: about TASK_SECONDS
     max_wall: float | None = Field(
         default=None, gt=0, le=86_400, description="wall-clock budget of each run, "
         "seconds: a run past it stops and its row is marked partial (docs/formats.md)")
@@ -126,8 +128,10 @@ class SweepSpec(BaseModel):
         return axes
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True)
-                              .encode()).hexdigest()[:16]
+        """The spec's hash: what decides its rows (not ``batch``, which decides only
+        how they are sent to the workers)."""
+        data = self.model_dump(mode="json", exclude={"batch"})
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 # -- the spec ----------------------------------------------------------------------------
@@ -229,9 +233,11 @@ def point_seed(spec_digest: str, pid: str, replication: int) -> int:
 
 # -- running -----------------------------------------------------------------------------
 
-def run_batch(spec_json: str, batch: list[tuple[dict, int]]) -> list[dict]:
-    """Rows of (point, replication) pairs; runs in a worker process. A point that
-    fails is a row with its error, never an exception."""
+def run_batch(spec_json: str, batch: list[tuple[dict, int]]) -> tuple[list[dict], float]:
+    """Rows of (point, replication) pairs and the seconds they took; runs in a worker
+    process. A point that fails is a row with its error, never an exception."""
+    import time
+
     import warmcore
     from warmcore.simcore.config import ConfigError as CfgError
 
@@ -239,6 +245,7 @@ def run_batch(spec_json: str, batch: list[tuple[dict, int]]) -> list[dict]:
     digest = spec.digest()
     base = base_scenario(spec)
     rows = []
+    t0 = time.perf_counter()
     for point, rep in batch:
         pid = point_id(point)
         seed = point_seed(digest, pid, rep)
@@ -259,7 +266,7 @@ def run_batch(spec_json: str, batch: list[tuple[dict, int]]) -> list[dict]:
         row["spec_hash"] = digest
         rows.append(row)
         _count_run()
-    return rows
+    return rows, time.perf_counter() - t0
 
 
 def _count_run() -> None:
@@ -284,7 +291,7 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path, workers: int | None = N
           progress=None) -> dict:
     """Run the sweep into ``out`` (a directory of Parquet part files), skipping what
     is already there. Returns counts: points, rows written now, skipped, failed."""
-    from warmcore.executor import make_executor
+    from warmcore.executor import capacity, make_executor
 
     spec = spec if isinstance(spec, SweepSpec) else load_spec(spec)
     check_axes(spec)
@@ -295,25 +302,29 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path, workers: int | None = N
         done -= failed
     todo = ((p, rep) for p in points(spec) for rep in range(spec.replications)
             if (point_id(p), rep) not in done)
+    total = _n_points(spec) * spec.replications - len(done)
     spec_json = spec.model_dump_json()
     counts = {"rows_written": 0, "rows_failed": 0}
     import warmcore.api  # noqa: F401  (loaded once here, forked workers start warm)
 
-    def collect(finished) -> None:
-        for f in finished:
-            rows = f.result()
-            _write_part(out, rows)
-            counts["rows_written"] += len(rows)
-            counts["rows_failed"] += sum(r["error"] is not None for r in rows)
-            if progress:
-                progress(len(rows))
-
     with make_executor(workers, scheduler) as ex:
-        limit = 2 * max(1, getattr(ex, "_max_workers", 2))   # batches in flight: bounded
-        in_flight = set()
-        for batch in _chunks(todo, spec.batch):
+        batcher = Batcher(spec.batch, capacity(ex), total)
+
+        def collect(finished) -> None:
+            for f in finished:
+                rows, seconds = f.result()
+                batcher.observe(len(rows), seconds)
+                _write_part(out, rows)
+                counts["rows_written"] += len(rows)
+                counts["rows_failed"] += sum(r["error"] is not None for r in rows)
+                if progress:
+                    progress(len(rows))
+
+        in_flight = set()                 # at most two batches a worker: bounded memory
+        while batch := batcher.take(todo):
             in_flight.add(ex.submit(run_batch, spec_json, batch))
-            if len(in_flight) >= limit:
+            if len(in_flight) >= 2 * batcher.slots:
+                batcher.slots = capacity(ex)          # a cluster's workers come and go
                 finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
                 collect(finished)
         while in_flight:
@@ -322,12 +333,39 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path, workers: int | None = N
     return {**counts, "rows_skipped": len(done)}
 
 
-def _chunks(it, n):
-    while True:
-        chunk = list(itertools.islice(it, n))
-        if not chunk:
-            return
-        yield chunk
+def _n_points(spec: SweepSpec) -> int:
+    if spec.design != "grid":
+        return spec.samples or 16
+    return math.prod(len(a.values()) if isinstance(a, AxisRange) else len(a)
+                     for a in spec.axes.values())
+
+
+class Batcher:
+    """How many runs go into the next task: the spec's ``batch`` if it sets one, or
+    else about TASK_SECONDS of work from the measured seconds per run (a smoothed
+    mean; single runs until the first batch reports), fewer near the end so the last
+    tasks still spread over the ``slots`` workers."""
+
+    def __init__(self, fixed: int | None, slots: int, total: int):
+        self.fixed, self.slots, self.left = fixed, max(1, slots), total
+        self.per_run: float | None = None
+
+    def size(self) -> int:
+        if self.fixed:
+            return self.fixed
+        if self.per_run is None:
+            return 1
+        n = int(TASK_SECONDS / max(self.per_run, 1e-6))
+        return max(1, min(n, self.left // (2 * self.slots), MAX_BATCH))
+
+    def take(self, todo: Iterator) -> list:
+        chunk = list(itertools.islice(todo, self.size()))
+        self.left -= len(chunk)
+        return chunk
+
+    def observe(self, runs: int, seconds: float) -> None:
+        x = seconds / max(runs, 1)
+        self.per_run = x if self.per_run is None else 0.7 * self.per_run + 0.3 * x
 
 
 def _prepare_output(spec: SweepSpec, out: Path, overwrite: bool):
