@@ -245,7 +245,8 @@ class HardwareMachine:
         self.fluid = self._smt or self._dyn_clock or self._membus_on
         self.rate_hook = None
         # per CPU, the rate-independent parts of the segment it runs (NPARTS doubles):
-        # written by execute without allocating, read by cost_now
+        # written by execute without allocating (or by adopt_parts when a preempted
+        # segment resumes here), read by cost_now and parts_of
         self._parts = array("d", bytes(8 * NPARTS * self.n_cpus))
         self.bus = FluidBus(p, on_change=self._bus_change) if self._membus_on else None
         cores = self.cpu_core
