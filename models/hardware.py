@@ -245,7 +245,8 @@ class HardwareMachine:
         self.fluid = self._smt or self._dyn_clock or self._membus_on
         self.rate_hook = None
         # per CPU, the rate-independent parts of the segment it runs (NPARTS doubles):
-        # written by execute without allocating, read by cost_now
+        # written by execute without allocating (or by adopt_parts when a preempted
+        # segment resumes here), read by cost_now and parts_of
         self._parts = array("d", bytes(8 * NPARTS * self.n_cpus))
         self.bus = FluidBus(p, on_change=self._bus_change) if self._membus_on else None
         cores = self.cpu_core
@@ -383,6 +384,36 @@ class HardwareMachine:
         dur = compute_s + reload_s + coher_s + contend_s
         cycles = cyc + (reload_s + coher_s + contend_s) * ghz * 1e9
         return (dur, cycles, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s, contend_s)
+
+    def parts_of(self, cpu, now, remaining):
+        """The segment running on ``cpu`` leaves it at ``now`` with ``remaining`` of its
+        work (a fraction of the whole) not done (it is preempted): returns its
+        rate-independent parts (the NPARTS values ``execute`` or ``adopt_parts`` left
+        for ``cpu``), for ``adopt_parts`` on the CPU it resumes on. Its memory-bus flow
+        leaves the socket now; the fills not yet made (``remaining`` of them) go with
+        the parts."""
+        pa = self._parts
+        b = cpu * NPARTS
+        parts = tuple([pa[b + i] for i in range(NPARTS)])
+        if self.bus is not None and parts[6] > 0.0:
+            self.bus.leave(self.cpu_socket[cpu], cpu, remaining * parts[6], now)
+        return parts
+
+    def adopt_parts(self, cpu, parts, now, remaining):
+        """A segment preempted elsewhere (its ``parts`` from ``parts_of``) resumes on
+        ``cpu`` at ``now`` with ``remaining`` of its work left: ``cpu`` now holds its
+        parts, its fills not yet made become a flow on ``cpu``'s socket, and the cost
+        of the whole segment at ``cpu``'s rates now is returned (as ``cost_now``: the
+        engine re-rates the remaining fraction and then sets the flow's end with
+        ``flow_end``). Cache misses, the coherence and contended-line stalls and the
+        M/D/1 wait stay what they were when the segment started."""
+        pa = self._parts
+        b = cpu * NPARTS
+        for i in range(NPARTS):
+            pa[b + i] = parts[i]
+        if self.bus is not None and parts[6] > 0.0:
+            self.bus.join(self.cpu_socket[cpu], cpu, parts[6], remaining * parts[6], now)
+        return self.cost_now(cpu, now)
 
     def flow_end(self, cpu, end):
         """The engine's end time of ``cpu``'s running segment (for the bus's flows)."""

@@ -283,6 +283,27 @@ class FluidBus:
             self._arm(s)
         return wait
 
+    def leave(self, s: int, cpu: int, left: float, now: float) -> None:
+        """The segment of ``cpu`` leaves its CPU at ``now`` (preempted) with ``left`` of
+        its fills not made: its flow ends now and they no longer count for this socket
+        (``join`` puts them where it resumes)."""
+        self.close(s, cpu, now)
+        self.lines_total[s] -= left
+
+    def join(self, s: int, cpu: int, lines: float, left: float, now: float) -> None:
+        """A segment that left another CPU (``leave``) resumes on ``cpu`` at ``now`` with
+        ``left`` of its ``lines`` fills not made. Its flow starts with no demand: the
+        machine's ``cost_now`` sets its pace (``pace``, as for a re-rating: ``lines``
+        over the whole segment's duration, so ``duration`` stays the whole segment's)
+        and the engine its end (``set_end``). No M/D/1 wait is drawn again."""
+        self.advance(s, now)
+        self.lines_total[s] += left
+        flows = self.flows[s]
+        old = flows.pop(cpu, None)
+        if old is not None:                   # the CPU's previous segment left early
+            self._left(s, old, now, cpu)
+        flows[cpu] = [lines, 0.0, 0.0, math.inf]
+
     def pace(self, s: int, cpu: int, d: float, now: float) -> None:
         """The flow of ``cpu`` now goes at a new own pace (``d``: its whole duration
         without bandwidth limits)."""

@@ -180,7 +180,9 @@ class Thread:
         self.run_since = 0.0          # when it got its CPU (its time slice counts from here)
         self.timed_out = False        # the last park(timeout) ended by its timeout
         # Fluid rates (Kernel.rerate): fl_parts is True while the machine holds the
-        # running segment's rate-independent parts (for the CPU it started on), fl_req
+        # running segment's rate-independent parts for the CPU the thread runs on, and
+        # the parts themselves (a tuple: MachineModel.parts_of) while the segment is
+        # preempted (Kernel._adopt gives them to the CPU it resumes on); fl_req
         # its request, fl_ev the event that ends the piece in flight (None when the
         # clock ran ahead over it); after a re-rating, fl_total and fl_costx are the
         # whole segment's duration and cost at the new rates (valid while fl_ev is
@@ -523,6 +525,7 @@ class Kernel:
         # running segment shares changes (docs/engine.md "Fluid rates").
         self.fluid = bool(getattr(machine, "fluid", False)) and not self.ideal_spi
         self.rerates = 0
+        self.moves = 0                # preempted segments resumed with their parts (_adopt)
         if self.fluid:
             machine.rate_hook = self.rerate
         self.runqueue_max = 0
@@ -802,6 +805,11 @@ class Kernel:
             if budget <= 0.0:
                 self._preempt(t)
                 return
+        fp = t.fl_parts
+        if fp is not None and fp is not True:     # resuming a preempted segment here
+            self._adopt(t, cpu, now)
+            remaining, total, cost = t.cont.remaining_s, t.cont.total_s, t.cont.cost
+        if cpu.rq:
             chunk = remaining if remaining < budget else budget
         elif remaining > self.slice_max:
             chunk = self.slice_max
@@ -821,7 +829,13 @@ class Kernel:
         """Involuntary switch: ``t`` goes to the back of the run queue, or straight to
         an idle CPU it may use (the idle balancer's pull, without waiting a tick)."""
         cpu = t.cpu
-        t.fl_parts = None                 # its parts stay with the CPU it started on
+        if t.fl_parts is True:
+            # The machine's parts of the segment and its bus flow leave the CPU with it
+            # (they go to the CPU it resumes on: _adopt); a thread preempted again
+            # before it ran anything keeps the parts it has.
+            cont = t.cont
+            left = cont.remaining_s / cont.total_s if cont.total_s > 0.0 else 0.0
+            t.fl_parts = self.machine.parts_of(cpu.id, self.env.now, left)
         self._leave_cpu(t, RUNNABLE)      # hands the CPU to the head of its queue
         t.rq_since = self.env.now
         if self.n_idle:
@@ -863,7 +877,7 @@ class Kernel:
         ends it is moved there. No rate change, no event and no arithmetic."""
         cpu = self.cpus[cid]
         t = cpu.current
-        if t is None or t.fl_parts is None:
+        if t is None or t.fl_parts is not True:
             return
         env = self.env
         now = env.now
@@ -923,6 +937,46 @@ class Kernel:
         ev.callbacks = []
         t.fl_ev = nev
         t.fl_rated = nev
+
+    def _adopt(self, t: Thread, cpu: Cpu, now: float) -> None:
+        """``t`` resumes on ``cpu`` the segment it was preempted in: the machine takes the
+        segment's parts on ``cpu`` (its fills not yet made become a flow on ``cpu``'s
+        socket) and the rest of the work goes on at ``cpu``'s rates of now, as
+        ``rerate`` would do it (nothing is in flight: the work left is the fraction
+        ``w = remaining / whole duration`` at the old rates; later chunks are credited
+        at the new rates, the request's breakdown gets ``w (new - old)``). From then
+        on ``cpu``'s rate changes re-rate it as usual."""
+        cont = t.cont
+        parts = t.fl_parts
+        t.fl_parts = True
+        self.moves += 1
+        old_total = cont.total_s
+        w = cont.remaining_s / old_total if old_total > 0.0 else 0.0
+        m = self.machine
+        cid = cpu.id
+        new = m.adopt_parts(cid, parts, now, w)
+        oldx = cont.cost
+        if new[C_DUR] != oldx[C_DUR] or new[C_COMPUTE] != oldx[C_COMPUTE]:
+            self.rerates += 1
+            extra = old_total - oldx[C_DUR]      # kernel work at the segment's start
+            if extra < 0.0:
+                extra = 0.0
+            new_total = new[C_DUR] + extra
+            newx = new
+            if extra:
+                newx = (new[C_DUR], new[C_CYC] + extra * m.current_ghz(cid, now) * 1e9,
+                        *new[2:])
+            req = t.fl_req
+            if req is not None:
+                bd = req.bd
+                bd[B_COMPUTE] += w * (new[C_COMPUTE] - oldx[C_COMPUTE])
+                bd[B_RELOAD] += w * (new[C_RELOAD] - oldx[C_RELOAD])
+                bd[B_COHER] += w * (new[C_COHER] - oldx[C_COHER])
+                bd[B_CONTEND] += w * (new[C_CONTEND] - oldx[C_CONTEND])
+                req.t_acc += w * (new_total - old_total)
+            cont = t.cont = cont._replace(remaining_s=w * new_total, total_s=new_total,
+                                          cost=newx)
+        m.flow_end(cid, now + cont.remaining_s)
 
     # -- accounting ------------------------------------------------------------------------
 

@@ -63,6 +63,39 @@ class MachineModel(Protocol):
         """Close accounting at the end of the run: joules, per-CPU GHz and the like."""
 
 
+class FluidMachine(MachineModel, Protocol):
+    """A machine whose rates can change while a segment runs (``fluid`` true:
+    docs/engine.md "Fluid rates"). The kernel sets ``rate_hook`` to
+    ``Kernel.rerate`` and the machine calls it (``rate_hook(cpu, now)``) when what
+    the segment running on ``cpu`` shares changes. ``execute`` keeps, per CPU, the
+    rate-independent *parts* of the segment it costs (for ``cost_now``). The ideal
+    machine has no ``fluid`` attribute and needs none of this."""
+
+    fluid: bool
+    rate_hook: object         # set by the kernel: rate_hook(cpu, now)
+
+    def cost_now(self, cpu: int, now: float) -> tuple:
+        """Cost of the whole segment whose parts ``cpu`` holds, at ``cpu``'s rates of
+        ``now`` (its clock, busy SMT siblings, bus share); see work.COST_FIELDS."""
+
+    def flow_end(self, cpu: int, end: float) -> None:
+        """The engine's end time for the segment running on ``cpu`` (after a re-rating
+        or a resumption): a memory-bus flow ends then."""
+
+    def parts_of(self, cpu: int, now: float, remaining: float) -> tuple:
+        """The segment running on ``cpu`` is preempted at ``now`` with ``remaining``
+        (a fraction of the whole) of its work left: return its parts, and take what
+        it holds on shared resources off ``cpu`` (its bus flow leaves the socket;
+        the ``remaining`` fraction of its fills goes with the parts)."""
+
+    def adopt_parts(self, cpu: int, parts: tuple, now: float, remaining: float) -> tuple:
+        """A preempted segment (``parts`` from ``parts_of``) resumes on ``cpu`` at
+        ``now`` with ``remaining`` of its work left: ``cpu`` holds its parts from now,
+        its fills not yet made go on ``cpu``'s socket's bus, and the cost of the whole
+        segment at ``cpu``'s rates now is returned (as ``cost_now``); the kernel
+        re-rates the remaining fraction and then calls ``flow_end``."""
+
+
 class IdealMachine:
     """Fixed cycles per instruction at a fixed clock; no caches, no overheads.
 

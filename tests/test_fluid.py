@@ -186,3 +186,150 @@ def test_with_nothing_changing_results_are_those_of_fixed_rates():
     off, n_off = once(False)
     assert n_on == 0 and n_off == 0
     assert on == off
+
+
+# -- a segment preempted on one CPU resumes on another (the parts move with it) ---------
+
+def run_spawned(machine, threads, until=1.0, probes=()):
+    """threads: (name, allowed cpus, segment, request or None), spawned at t=0 in this
+    order, each in its own process; probes: (time, fn) called then. Returns each
+    thread's end time, the CPUs it ran on, and the kernel."""
+    env = simpy.Environment()
+    k = Kernel(env, machine)
+    machine.bind(env, None)
+    ends, ran_on = {}, {}
+
+    def body(name, seg, req):
+        def gen(t):
+            ran_on[name] = [t.cpu.id]
+            yield t.run(seg, req)
+            ran_on[name].append(t.cpu.id)
+            ends[name] = env.now
+        return gen
+
+    for name, cpus, seg, req in threads:
+        k.spawn(k.process(name), name, body(name, seg, req), cpus=cpus)
+    for when, fn in probes:
+        env.timeout(when).callbacks.append(lambda _e, fn=fn: fn(k))
+    env.run(until=until)
+    return ends, ran_on, k
+
+
+TWO_CLOCKS = Preset(name="test-2clk", description="2 cores, a clock each", cores_per_socket=2,
+                    pstates_ghz=(1.0, 2.0), base_ipc=2.0, freq_domain="core")
+
+
+def test_a_segment_preempted_at_one_clock_finishes_at_the_clock_it_resumes_on():
+    # Core 0 at 2 GHz, core 1 at 1 GHz (per-core clock domains; the governor samples
+    # too rarely to change them). A (may use both) starts a 4e7-instruction segment
+    # on CPU 0 (IPC 2: 2e7 cycles, 10 ms at 2 GHz); B, pinned to CPU 0, waits in its
+    # queue. With 2 CPUs sched_latency is 12 ms, so A's slice with one waiter is
+    # 6 ms: at 6 ms it has done 1.2e7 cycles (2.4e7 instructions) and is preempted;
+    # CPU 1 is idle and it resumes there: 1.6e7 instructions = 8e6 cycles at 1 GHz
+    # = 8 ms: it ends at 14 ms (its old rates would have ended it at 10 ms).
+    m = HardwareMachine(TWO_CLOCKS, effects=only("dvfs"), governor="ondemand",
+                        governor_params={"sampling_rate_us": 10_000_000})
+    m.clock.cpu_ghz[:] = [2.0, 1.0]
+    assert m.fluid
+    ends, ran_on, k = run_spawned(m, [("A", [0, 1], Segment(4e7), None),
+                                      ("B", [0], Segment(2e6), None)])
+    assert ran_on["A"] == [0, 1] and k.moves == 1
+    assert ends["A"] == pytest.approx(14 * MS, rel=1e-12)
+    c = k.counters_now()["processes"]["A"]
+    assert c["task_clock_s"] == pytest.approx(14 * MS, rel=1e-12)
+    assert c["instructions"] == pytest.approx(4e7, rel=1e-12)
+    assert c["cycles"] == pytest.approx(2e7, rel=1e-12)        # no stalls: ins / IPC
+    assert ends["B"] == pytest.approx(6 * MS + 0.5 * MS, rel=1e-12)
+
+
+def test_a_segment_preempted_beside_a_busy_sibling_runs_alone_where_it_resumes():
+    # SMT2: CPUs 0 and 2 are core 0's threads, 1 and 3 core 1's. A (CPUs 0 or 1)
+    # starts on CPU 0 (a whole idle core), S then runs a long segment on its sibling
+    # CPU 2, B waits for CPU 0. A's 8e7 instructions: 20 ms alone (4e9 ins/s),
+    # 2.5e9 ins/s beside a busy sibling (s(2) = 0.625). With 4 CPUs sched_latency is
+    # 18 ms, A's slice 9 ms: 2.25e7 instructions shared; preempted, it resumes on
+    # idle CPU 1 (core 1 idle) and runs the other 5.75e7 alone: 14.375 ms, ending at
+    # 23.375 ms (at the shared rate it kept before, 32 ms).
+    from warmcore.simcore.work import Request
+
+    m = HardwareMachine(SMT2, effects=only("smt"))
+    req = Request(0, 0.0)
+    ends, ran_on, k = run_spawned(m, [("A", [0, 1], Segment(8e7), req),
+                                      ("S", [2], Segment(1e9), None),
+                                      ("B", [0], Segment(1e6), None)], until=0.1)
+    assert ran_on["A"] == [0, 1] and k.moves == 1
+    end = 9 * MS + 5.75e7 / 4e9
+    assert ends["A"] == pytest.approx(end, rel=1e-12)
+    c = k.counters_now()["processes"]["A"]
+    assert c["task_clock_s"] == pytest.approx(end, rel=1e-12)
+    assert c["instructions"] == pytest.approx(8e7, rel=1e-12)
+    # cycles: 2.25e7 instructions at IPC 2 x 0.625, 5.75e7 at IPC 2
+    assert c["cycles"] == pytest.approx(2.25e7 / 1.25 + 5.75e7 / 2, rel=1e-12)
+    # the request's breakdown: compute is the time computing (the wait in no queue:
+    # A went straight to the idle CPU), credited piecewise
+    assert req.bd[2] == pytest.approx(end, rel=1e-12)
+    assert sum(req.bd) == pytest.approx(end, rel=1e-12)
+    assert req.t_acc == pytest.approx(end, rel=1e-12)
+
+
+BUS2 = Preset(name="test-bus2", description="2 sockets x 2 cores, narrow memory buses",
+              sockets=2, cores_per_socket=2, pstates_ghz=(1.0,), base_ipc=1.0, dram_ns=100.0,
+              mlp=1.0, mem_bw_gbs=0.96, mem_channels=1, llc_mib=8, l2_kib=256)
+
+
+def test_a_memory_bound_segment_takes_its_bus_flow_to_the_socket_it_resumes_on():
+    # Sockets 0 (CPUs 0, 1) and 1 (CPUs 2, 3); each bus carries 1.5e7 lines/s. A
+    # (CPUs 0 or 2) fetches L = 2e5 cold lines, 100 ns each at MLP 1: 20 ms alone, a
+    # demand of 1e7 lines/s. D on CPU 1 (same socket) asks as much from t=0: max-min
+    # gives each 0.75e7 lines/s, A's whole segment would take L / 0.75e7 = 26.67 ms.
+    # Its first chunk, 9 ms of its 20 ms at its own pace (w = 0.45 of the work), is
+    # stretched by the share to 0.45 x 26.67 = 12 ms; then, B waiting for CPU 0, it
+    # is preempted and resumes on idle CPU 2 (socket 1), where it is alone on the
+    # bus: 0.55 x 20 ms = 11 ms, ending at 23 ms.
+    L, LD = 2e5, 1e6
+    m = HardwareMachine(BUS2, effects=only("caches", "membus"))
+    assert m.cpu_socket == [0, 0, 1, 1]
+    bus = m.bus
+    seen = {}
+
+    def probe(name):
+        def fn(k):
+            seen[name] = ({s: dict(bus.flows[s]) for s in (0, 1)},
+                          [bus.rate[0], bus.rate[1]], [bus.lines_total[0], bus.lines_total[1]])
+        return fn
+
+    ends, ran_on, k = run_spawned(
+        m, [("A", [0, 2], Segment(0.0, (Footprint(TASK, 1, L, False),)), None),
+            ("D", [1], Segment(0.0, (Footprint(TASK, 2, LD, False),)), None),
+            ("B", [0], Segment(1e5), None)],
+        until=0.05, probes=[(6 * MS, probe("before")), (15 * MS, probe("after"))])
+    assert ran_on["A"] == [0, 2] and k.moves == 1
+    assert ends["A"] == pytest.approx(23 * MS, rel=1e-9)
+    flows, rate, total = seen["before"]
+    assert set(flows[0]) == {0, 1} and not flows[1]
+    assert rate == [pytest.approx(1.0), 0.0]                  # socket 0 saturated
+    assert total == [L + LD, 0.0]
+    flows, rate, total = seen["after"]
+    assert set(flows[0]) == {1} and set(flows[1]) == {2}      # A's flow moved with it
+    assert rate[0] == pytest.approx(1e7 / 1.5e7)              # D alone again: own pace
+    assert rate[1] == pytest.approx(1e7 / 1.5e7)              # A at its own pace
+    assert flows[1][2][3] == pytest.approx(23 * MS, rel=1e-9)  # its registered end
+    assert total == [pytest.approx(0.45 * L + LD), pytest.approx(0.55 * L)]
+    c = k.counters_now()["processes"]["A"]
+    assert c["task_clock_s"] == pytest.approx(23 * MS, rel=1e-9)
+    assert c["llc_misses"] == pytest.approx(L, rel=1e-12)     # counted once
+
+
+def test_a_segment_preempted_and_resumed_at_the_same_rates_is_not_re_rated():
+    # Both clocks 2 GHz: A moves from CPU 0 to CPU 1 at 6 ms but its rates are the
+    # same there; it ends at 10 ms, as it would have without the move, and its
+    # counters are those of one 10 ms segment.
+    m = HardwareMachine(TWO_CLOCKS, effects=only("dvfs"), governor="ondemand",
+                        governor_params={"sampling_rate_us": 10_000_000})
+    ends, ran_on, k = run_spawned(m, [("A", [0, 1], Segment(4e7), None),
+                                      ("B", [0], Segment(2e6), None)])
+    assert ran_on["A"] == [0, 1] and k.moves == 1 and k.rerates == 0
+    assert ends["A"] == pytest.approx(10 * MS, rel=1e-12)
+    c = k.counters_now()["processes"]["A"]
+    assert c["instructions"] == pytest.approx(4e7, rel=1e-12)
+    assert c["cycles"] == pytest.approx(2e7, rel=1e-12)

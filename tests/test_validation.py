@@ -251,3 +251,11 @@ def test_the_parameter_space_names_a_bad_strategy_tunable():
         warmcore.parameters(sc)
     assert e.value.field == "strategy.params.max_threads"
     assert "greater than 0" in e.value.reason and "strategy pc" in e.value.reason
+
+
+def test_a_queue_wait_of_rounding_error_is_zero_not_negative():
+    """Found by the fuzz suite: no request waited, and the remainder of the breakdown's
+    sums came out at -1.3e-13 us."""
+    r = warmcore.simulate(warmcore.Scenario.load("mmc", ["workload.service_us=0.5"])
+                          .with_(strategy="shared-queue"), requests=300)
+    assert r.breakdown_us.queue_wait >= 0.0
