@@ -419,6 +419,7 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
                              value=default_loads(sc), key=f"loads{st.session_state.gen}")
         go = st.form_submit_button("Compute load curves")
     curves = st.session_state.get("curves")
+    base = st.session_state.baseline
     if go:
         try:
             loads = sorted({float(x) for x in text.split(",") if x.strip()})
@@ -429,61 +430,143 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
             return
         if field != "rate_per_s":
             loads = sorted({int(x) for x in loads})
-        jobs = [(n, x) for n in names for x in loads]
+        # the pinned baseline's curves too, at the same loads (when its load is the
+        # same kind of number): cached runs, so a baseline computed before is free
+        base_toml = None
+        if base is not None and base["toml"] != st.session_state.toml:
+            try:
+                if load_field(warmcore.Scenario.from_toml(base["toml"])) == field:
+                    base_toml = base["toml"]
+            except warmcore.ConfigError:
+                pass
+        jobs = [(st.session_state.toml, n, x) for n in names for x in loads]
+        jobs += [(base_toml, n, x) for n in names for x in loads if base_toml]
         bar = st.progress(0.0, text="load curves")
-        rows = []
+        rows, base_rows = [], []
         try:
-            for i, (n, x) in enumerate(jobs):
-                bar.progress(i / len(jobs), text=f"{n} at {x:g} ({i + 1}/{len(jobs)})")
-                rows.append(warmcore.Result.from_dict(
-                    run_at_load(st.session_state.toml, n, x)).per_request())
+            for i, (toml, n, x) in enumerate(jobs):
+                tag = "baseline: " if toml == base_toml and toml else ""
+                bar.progress(i / len(jobs), text=f"{tag}{n} at {x:g} ({i + 1}/{len(jobs)})")
+                row = warmcore.Result.from_dict(run_at_load(toml, n, x)).per_request()
+                (base_rows if tag else rows).append(row)
         except Exception as e:
             st.error(f"run failed: {one_line(e)}")
             return
         finally:
             bar.empty()
         curves = st.session_state.curves = {"toml": st.session_state.toml, "rows": rows,
-                                             "field": field}
+                                             "field": field, "base_toml": base_toml,
+                                             "base_rows": base_rows}
     if not curves or curves["toml"] != st.session_state.toml:
-        st.caption("Each strategy at each offered load, same seed; runs are cached.")
+        st.caption("Each strategy at each offered load, same seed; runs are cached. With a "
+                   "pinned baseline, its curves are computed too and overlaid (dashed).")
         return
-    df = pd.DataFrame(curves["rows"])
+    with_base = bool(curves.get("base_rows")) and base is not None and \
+        curves.get("base_toml") == base["toml"]
+    tagged = [{**r, "run": "now"} for r in curves["rows"]]
+    if with_base:
+        tagged += [{**r, "run": "baseline"} for r in curves["base_rows"]]
+    df = pd.DataFrame(tagged)
     df["load"] = df["load"].astype(float)
     knees = []
-    for n in dict.fromkeys(df["strategy"]):
-        k = knee([r for r in curves["rows"] if r["strategy"] == n])
-        knees.append({"strategy": n, "knee": k})
+    for run, rs in (("now", curves["rows"]), ("baseline", curves["base_rows"] if with_base
+                                               else [])):
+        for n in dict.fromkeys(r["strategy"] for r in rs):
+            k = knee([r for r in rs if r["strategy"] == n])
+            knees.append({"strategy": n, "knee": k, "run": run})
     kdf = pd.DataFrame([k for k in knees if k["knee"] is not None])
     x = alt.X("load:Q", title=f"offered load ({curves['field']})")
     color = alt.Color("strategy:N", sort=list(dict.fromkeys(df["strategy"])))
+    dash = alt.StrokeDash("run:N", title="run", sort=["now", "baseline"],
+                          scale=alt.Scale(domain=["now", "baseline"],
+                                          range=[[1, 0], [6, 4]]))
 
-    def chart(y: str, title: str, log: bool = False):
+    def knee_rules():
+        return alt.Chart(kdf).mark_rule(strokeDash=[2, 2]).encode(
+            x="knee:Q", color=color,
+            opacity=alt.Opacity("run:N", sort=["now", "baseline"], legend=None,
+                                scale=alt.Scale(domain=["now", "baseline"], range=[1, 0.4])),
+            tooltip=["strategy", "run", "knee"])
+
+    def chart(y: str, title: str):
         c = alt.Chart(df).mark_line(point=True).encode(
-            x=x, y=alt.Y(f"{y}:Q", title=title, scale=alt.Scale(type="log") if log else
-                         alt.Undefined), color=color,
-            tooltip=["strategy", "load", alt.Tooltip(f"{y}:Q", format=",.2f")])
+            x=x, y=alt.Y(f"{y}:Q", title=title), color=color, strokeDash=dash,
+            tooltip=["strategy", "run", "load", alt.Tooltip(f"{y}:Q", format=",.2f")])
         if not kdf.empty:
-            c = c + alt.Chart(kdf).mark_rule(strokeDash=[4, 3]).encode(
-                x="knee:Q", color=color, tooltip=["strategy", "knee"])
+            c = c + knee_rules()
         return c.properties(height=260)
 
-    lat = df.melt(id_vars=["strategy", "load"], value_vars=["p50_us", "p99_us"],
+    lat = df.melt(id_vars=["strategy", "load", "run"], value_vars=["p50_us", "p99_us"],
                   var_name="percentile", value_name="us")
+    lat["percentile"] = lat["percentile"].str.removesuffix("_us")
     lat_chart = alt.Chart(lat).mark_line(point=True).encode(
-        x=x, y=alt.Y("us:Q", title="latency (us)", scale=alt.Scale(type="log")), color=color,
-        strokeDash=alt.StrokeDash("percentile:N", title="percentile"),
-        tooltip=["strategy", "load", "percentile", alt.Tooltip("us:Q", format=",.1f")])
+        x=x, y=alt.Y("us:Q", title="latency p50 (circles), p99 (squares) (us)",
+                     scale=alt.Scale(type="log")), color=color, strokeDash=dash,
+        shape=alt.Shape("percentile:N", title="percentile",
+                        scale=alt.Scale(domain=["p50", "p99"], range=["circle", "square"])),
+        detail="percentile:N",
+        tooltip=["strategy", "run", "load", "percentile", alt.Tooltip("us:Q", format=",.1f")])
     if not kdf.empty:
-        lat_chart = lat_chart + alt.Chart(kdf).mark_rule(strokeDash=[4, 3]).encode(
-            x="knee:Q", color=color, tooltip=["strategy", "knee"])
+        lat_chart = lat_chart + knee_rules()
     c1, c2, c3 = st.columns(3)
     c1.altair_chart(lat_chart.properties(height=260), width="stretch")
     c2.altair_chart(chart("cpus", "CPUs utilized"), width="stretch")
     c3.altair_chart(chart("cpu_us_per_req", "CPU us per request"), width="stretch")
-    st.caption("Knee (dashed): the last load before p99 latency doubles from the lightest "
-               "load or throughput falls below 95% of the offered rate. " + "; ".join(
-                   f"{k['strategy']}: " + ("not reached" if k["knee"] is None
-                                           else f"{k['knee']:g}") for k in knees))
+
+    def knee_text(run):
+        return "; ".join(f"{k['strategy']}: " + ("not reached" if k["knee"] is None
+                                                  else f"{k['knee']:g}")
+                         for k in knees if k["run"] == run)
+
+    st.caption("Knee (dotted): the last load before p99 latency doubles from the lightest "
+               "load or throughput falls below 95% of the offered rate. " + knee_text("now")
+               + (f"  \nBaseline (dashed lines, faint knees): {knee_text('baseline')}"
+                  if with_base else ""))
+    if with_base:
+        st.markdown("**Load curves: change against the pinned baseline** (now minus "
+                    "baseline, same loads)")
+        st.dataframe(curve_deltas(curves["rows"], curves["base_rows"], knees),
+                     width="stretch")
+    elif base is not None:
+        why = ("it is this setup" if base["toml"] == st.session_state.toml else
+               "its offered load is another kind of number"
+               if not _same_field(base["toml"], curves["field"]) else
+               "it was pinned after these curves were computed; compute them again")
+        st.caption(f"The pinned baseline's curves are not overlaid: {why}.")
+
+
+CURVE_COLUMNS = {"p50_us": "p50 (us)", "p99_us": "p99 (us)", "throughput_rps": "req/s",
+                 "cpus": "CPUs", "cpu_us_per_req": "CPU us/req"}
+
+
+def _same_field(toml: str, field: str) -> bool:
+    from warmcore.comparison import load_field
+
+    try:
+        return load_field(warmcore.Scenario.from_toml(toml)) == field
+    except warmcore.ConfigError:
+        return False
+
+
+def curve_deltas(rows, base_rows, knees):
+    """Each strategy at each load: every curve's figure now minus the baseline's, and
+    the knee's move."""
+    base = {(r["strategy"], r["load"]): r for r in base_rows}
+    knee_of = {(k["strategy"], k["run"]): k["knee"] for k in knees}
+    out = []
+    for r in rows:
+        b = base.get((r["strategy"], r["load"]))
+        if b is None:
+            continue
+        d = {"strategy": r["strategy"], "load": r["load"]}
+        for k, label in CURVE_COLUMNS.items():
+            d[label] = (r[k] - b[k]) if r[k] is not None and b[k] is not None else math.nan
+        kn, kb = knee_of.get((r["strategy"], "now")), knee_of.get((r["strategy"], "baseline"))
+        d["knee"] = (f"{kb:g} -> {kn:g}" if kn is not None and kb is not None else
+                     f"{'-' if kb is None else f'{kb:g}'} -> {'-' if kn is None else f'{kn:g}'}")
+        out.append(d)
+    df = pd.DataFrame(out).set_index(["strategy", "load"])
+    return df.style.format({v: "{:+,.2f}" for v in CURVE_COLUMNS.values()}, na_rep="-")
 
 
 def timeline(names: list[str]) -> None:

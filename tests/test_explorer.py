@@ -231,3 +231,76 @@ def test_timeline_shows_the_trace_and_matches_the_cli_trace_file(tmp_path):
                     "--set", "run.trace_events=400", "--trace", str(out)], check=True,
                    capture_output=True, cwd=ROOT)
     assert json.loads(out.read_text()) == json.loads(json.dumps(shown))
+
+
+def curve_charts(at: AppTest) -> list:
+    """The load-curve charts (their x axis is the offered load)."""
+    return [c for c in at.get("vega_lite_chart") if "offered load" in c.proto.spec]
+
+
+def chart_rows(chart) -> list[dict]:
+    """Every row of a chart's data sets (Streamlit ships them as Arrow)."""
+    import pyarrow as pa
+
+    return [r for d in chart.proto.datasets
+            for r in pa.ipc.open_stream(d.data.data).read_all().to_pylist()]
+
+
+def test_load_curves_overlay_the_pinned_baseline_and_show_deltas(monkeypatch):
+    import warmcore
+
+    at = started()
+    gen = at.session_state.gen
+    at.text_input(key=f"loads{gen}").set_value("1, 3")
+    at.button[[b.label for b in at.button].index("Compute load curves")].click().run()
+    assert not at.exception, at.exception
+    base_toml = at.session_state.toml
+    at.button[[b.label for b in at.button].index("Pin as baseline")].click().run()
+    widget(at, "number_input", "workload.service_us").set_value(17.5)
+    apply(at)
+    calls = []                          # every simulation the page asks for from here on
+    real = warmcore.compare
+
+    def counting(sc, strategies, *a, **k):
+        calls.append((sc.to_toml(), tuple(strategies), tuple(k.get("loads") or ())))
+        return real(sc, strategies, *a, **k)
+
+    monkeypatch.setattr(warmcore, "compare", counting)
+    at.text_input(key=f"loads{at.session_state.gen}").set_value("1, 3")
+    at.button[[b.label for b in at.button].index("Compute load curves")].click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    curves = at.session_state.curves
+    pairs = [(n, x) for n in ("pc", "pec", "epc") for x in (1, 3)]
+    assert [(r["strategy"], r["load"]) for r in curves["rows"]] == pairs
+    assert [(r["strategy"], r["load"]) for r in curves["base_rows"]] == pairs
+    assert curves["base_toml"] == base_toml
+    # the baseline's curves came from the cache: no simulation of the baseline ran
+    assert calls and not [c for c in calls if c[0] == base_toml], calls
+    # every curve chart overlays both runs, the baseline dashed
+    specs = curve_charts(at)
+    assert len(specs) == 3
+    for spec in specs:
+        runs = {r.get("run") for r in chart_rows(spec)}
+        assert runs == {"now", "baseline"}, runs
+        assert '"strokeDash"' in spec.proto.spec and "baseline" in spec.proto.spec
+    # and the deltas: slower service costs more CPU per request at every load
+    frames = [d.value for d in at.main.dataframe if "CPU us/req" in d.value.columns
+              and "load" in d.value.index.names]
+    assert len(frames) == 1
+    delta = frames[0]
+    assert len(delta) == len(pairs) and (delta["CPU us/req"] > 0).all()
+    assert {"p50 (us)", "p99 (us)", "CPUs", "req/s", "knee"} <= set(delta.columns)
+    assert any(m.value.startswith("**Load curves: change against the pinned baseline")
+               for m in at.markdown)
+    assert any("Baseline (dashed lines" in c.value for c in at.main.caption)
+
+
+def test_load_curves_without_a_baseline_have_one_run_only():
+    at = started()
+    at.text_input(key=f"loads{at.session_state.gen}").set_value("1, 2")
+    at.button[[b.label for b in at.button].index("Compute load curves")].click().run()
+    specs = curve_charts(at)
+    assert len(specs) == 3
+    assert all({r.get("run") for r in chart_rows(s)} == {"now"} for s in specs)
+    assert not [d for d in at.main.dataframe if "load" in d.value.index.names]

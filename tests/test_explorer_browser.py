@@ -79,7 +79,7 @@ def test_explorer_renders_in_chromium(tmp_path):
                 page.screenshot(path=str(top))
                 # the load curves, with their progress bar, then three more charts
                 page.get_by_role("button", name="Compute load curves").click()
-                page.get_by_text("Knee (dashed)").first.wait_for(timeout=120_000)
+                page.get_by_text("Knee (dotted)").first.wait_for(timeout=120_000)
                 charts = page.locator('[data-testid="stVegaLiteChart"]')
                 page.wait_for_function(
                     "document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')"
