@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
+import time
 from pathlib import Path
 
 
@@ -43,6 +45,10 @@ MAX_UPLOAD_BYTES = 64 * 1024
 # Any one run stops after this many wall seconds and shows its partial result
 # marked (docs/formats.md, "Ranges and caps"), so no setting can hold the page.
 MAX_WALL_S = 120.0
+# The page waits this long for the comparison's runs (the script polls the worker
+# thread, drawing progress, with a Stop button; any click ends the wait and the next
+# script run finds the same runs going). Past it, a fragment keeps polling each second.
+WAIT_S = 600.0
 
 # Comparison table: per_request() key -> (header with unit, format, better: max/min/None)
 COLUMNS = {
@@ -79,23 +85,115 @@ TOPOLOGY = ["sockets", "cores_per_socket", "threads_per_core", "llc_domains_per_
 
 # -- runs (cached on the scenario's TOML) -----------------------------------------------
 
+class Stopped(Exception):
+    """A run stopped from the page; its partial result (raised, so it is not cached)."""
+
+    def __init__(self, result: dict):
+        super().__init__("stopped")
+        self.result = result
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
-def run_one(scenario_toml: str, strategy: str) -> dict:
-    """One strategy on the scenario: the ``run --json`` object."""
+def run_one(scenario_toml: str, strategy: str, _should_stop=None) -> dict:
+    """One strategy on the scenario: the ``run --json`` object. ``_should_stop`` (not
+    part of the cache key) is ``warmcore.simulate``'s progress and stop hook."""
     sc = warmcore.Scenario.from_toml(scenario_toml)
-    return warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S)[0].to_dict()
+    r = warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S, should_stop=_should_stop)[0]
+    if r.stop_reason == "stopped":
+        raise Stopped(r.to_dict())
+    return r.to_dict()
 
 
-def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result]:
-    bar = st.progress(0.0, text="simulating...")
-    out = []
-    try:
-        for i, name in enumerate(names):
-            bar.progress(i / len(names), text=f"simulating {name} ({i + 1}/{len(names)})")
-            out.append(warmcore.Result.from_dict(run_one(scenario_toml, name)))
-    finally:
-        bar.empty()
-    return out
+class Job:
+    """The comparison's runs, one strategy after another, in a worker thread that the
+    page polls: its progress, a stop flag the runs check (``should_stop``), and the
+    results so far. It lives in the session, so a rerun of the script (any click)
+    finds it going instead of starting over."""
+
+    def __init__(self, toml: str, names: list[str]):
+        self.key = (toml, tuple(names))
+        self.toml, self.names = toml, list(names)
+        self.results: list[dict] = []
+        self.error: Exception | None = None
+        self.stop = threading.Event()
+        self.current, self.fraction = 0, 0.0
+        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._work, name="warmcore-runs", daemon=True)
+        self.thread.start()
+
+    def _ask(self, fraction: float) -> bool:
+        self.fraction = fraction
+        return self.stop.is_set()
+
+    def _work(self) -> None:
+        try:
+            for i, name in enumerate(self.names):
+                if self.stop.is_set():
+                    break
+                self.current, self.fraction = i, 0.0
+                try:
+                    self.results.append(run_one(self.toml, name, self._ask))
+                except Stopped as s:
+                    self.results.append(s.result)
+                    break
+        except Exception as e:           # shown by the page as its one line
+            self.error = e
+
+    @property
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop.is_set() and not self.running and (
+            len(self.results) < len(self.names) or
+            any(d.get("stop_reason") == "stopped" for d in self.results))
+
+    def status(self) -> tuple[float, str]:
+        n, i = len(self.names), min(self.current, len(self.names) - 1)
+        done = (i + self.fraction) / n
+        return min(1.0, done), (f"simulating {self.names[i]} ({i + 1}/{n}): "
+                                f"{self.fraction:.0%} of its run, "
+                                f"{time.monotonic() - self.started:.0f} s so far")
+
+
+def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result] | None:
+    """The comparison's results (those a stop left, if stopped); None while they run
+    on past the page's wait (a fragment then polls and reruns the page)."""
+    job = st.session_state.get("job")
+    if job is None or job.key != (scenario_toml, tuple(names)):
+        if job is not None:
+            job.stop.set()               # another setup: the old runs are not wanted
+        job = st.session_state.job = Job(scenario_toml, names)
+    job.thread.join(0.05)                # cached runs: no flash of the progress bar
+    if job.running:
+        slot = st.empty()
+        box = slot.container(border=True)
+        c1, c2 = box.columns([1, 5], vertical_alignment="center")
+        if c1.button("Stop", key="stop_run", type="secondary",
+                     help="stop the runs here and show what they measured so far"):
+            job.stop.set()
+        bar = c2.progress(*job.status())
+        end = time.monotonic() + st.session_state.get("wait_s", WAIT_S)
+        while job.running and time.monotonic() < end:
+            job.thread.join(0.1)
+            bar.progress(*job.status())   # a click ends this script run here
+        if job.running:
+            with box:
+                watch_job(job)
+            return None
+        slot.empty()
+    if job.error is not None:
+        raise job.error
+    return [warmcore.Result.from_dict(d) for d in job.results]
+
+
+@st.fragment(run_every=1.0)
+def watch_job(job: Job) -> None:
+    """Progress of runs that outlast the page's wait; the page reruns when they end."""
+    if not job.running:
+        st.rerun()
+    st.caption("Still running: " + job.status()[1])
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)
@@ -345,7 +443,11 @@ def handle_upload(name: str, data: bytes) -> None:
 # -- the page -------------------------------------------------------------------------------
 
 def comparison_frame(results) -> pd.DataFrame:
+    """One row per strategy; a partial run's row is marked "(partial)"."""
     rows = [r.per_request() for r in results]
+    for row, r in zip(rows, results, strict=True):
+        if r.partial:
+            row["strategy"] += " (partial)"
     df = pd.DataFrame(rows).set_index("strategy")[list(COLUMNS)]
     return df.rename(columns={k: v[0] for k, v in COLUMNS.items()}).astype(float)
 
@@ -657,6 +759,25 @@ def page() -> None:
     except Exception as e:            # a failing run: its one line, not a traceback
         st.error(f"run failed: {one_line(e)}")
         return
+    if results is None:               # still running: the fragment above polls
+        return
+    job = st.session_state.job
+    if job.stopped:
+        ran = [r.strategy for r in results]
+        left = [n for n in names if n not in ran]
+        c1, c2 = st.columns([5, 1], vertical_alignment="center")
+        c1.warning("Stopped: partial result. " + "; ".join(
+            f"{r.strategy}: stopped at {job.fraction:.0%} of its run, {r.requests:,} of "
+            f"{sc.run.requests or 0:,} measured requests" + (" (still in its warm-up)"
+                                                              if not r.requests else "")
+            for r in results if r.stop_reason == "stopped")
+            + (f"; not run: {', '.join(left)}" if left else ""))
+        if c2.button("Run again", help="run this setup again, to the end"):
+            st.session_state.job = None
+            st.rerun()
+        results = [r for r in results if r.requests]   # a run stopped in its warm-up
+        if not results:                                  # measured nothing to show
+            return
     st.session_state.results = [r.to_dict() for r in results]    # what the page shows
     df = comparison_frame(results)
     base = st.session_state.baseline

@@ -304,3 +304,47 @@ def test_load_curves_without_a_baseline_have_one_run_only():
     assert len(specs) == 3
     assert all({r.get("run") for r in chart_rows(s)} == {"now"} for s in specs)
     assert not [d for d in at.main.dataframe if "load" in d.value.index.names]
+
+
+def test_a_long_run_shows_progress_and_stop_leaves_its_partial_result():
+    at = started()
+    at.session_state["wait_s"] = 1.0              # the page stops waiting after 1 s
+    widget(at, "number_input", "req").set_value(3_000_000)
+    widget(at, "number_input", "run.warmup").set_value(0.0)     # measuring from the start
+    apply(at)
+    job = at.session_state.job
+    assert job.running                            # still going: progress and Stop shown
+    assert at.button(key="stop_run").label == "Stop"
+    assert any(c.value.startswith("Still running: simulating pc (1/3)")
+               for c in at.main.caption)
+    assert not [d for d in at.main.dataframe if "req/s" in d.value.columns]
+    at.button(key="stop_run").click().run()
+    assert not at.exception, at.exception
+    assert not job.running and job.stopped
+    df = comparison(at)
+    assert list(df.index) == ["pc (partial)"]
+    (warning,) = [w.value for w in at.warning if w.value.startswith("Stopped")]
+    assert "pc: " in warning and "of 3,000,000 measured requests" in warning
+    assert "not run: pec, epc" in warning
+    (pc,) = at.session_state.results
+    assert pc["partial"] and pc["stop_reason"] == "stopped" and 0 < pc["requests"] < 3_000_000
+    assert 0 < job.fraction < 0.5 and f"stopped at {job.fraction:.0%} of its run" in warning
+    # the partial result was not cached: running again starts the runs over
+    at.button[[b.label for b in at.button].index("Run again")].click().run()
+    assert at.session_state.job is not job and at.session_state.job.running
+    at.button(key="stop_run").click().run()
+    assert not at.exception, at.exception
+    assert list(comparison(at).index) == ["pc (partial)"]
+    assert not [b for b in at.button if b.label == "Stop"]      # the progress box is gone
+
+
+def test_a_run_stopped_in_its_warm_up_shows_no_figures():
+    at = started()
+    at.session_state["wait_s"] = 0.5
+    widget(at, "number_input", "req").set_value(3_000_000)      # 300,000 warm-up requests
+    apply(at)
+    at.button(key="stop_run").click().run()
+    assert not at.exception, at.exception
+    (warning,) = [w.value for w in at.warning if w.value.startswith("Stopped")]
+    assert "0 of 3,000,000 measured requests (still in its warm-up)" in warning
+    assert not [d for d in at.main.dataframe if "req/s" in d.value.columns]

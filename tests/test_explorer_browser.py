@@ -99,6 +99,18 @@ def test_explorer_renders_in_chromium(tmp_path):
                 assert table.count() >= 2
                 assert charts.count() >= 5
                 assert page.get_by_text("Comparison").count() >= 1
+                # a long run: progress and a Stop button; the click interrupts the
+                # page's wait and the next script run stops the runs
+                page.get_by_role("spinbutton", name="Requests").fill("3000000")
+                page.get_by_role("button", name="Apply").click()
+                page.get_by_role("button", name="Stop").click(timeout=60_000)
+                page.get_by_text("Stopped: partial result").first.wait_for(timeout=60_000)
+                page.wait_for_timeout(1000)
+                stopped = tmp_path / "explorer-stopped.png"
+                page.screenshot(path=str(stopped))
+                assert page.locator('[data-testid="stException"]').count() == 0
+                assert page.get_by_role("button", name="Stop").count() == 0
+                assert page.get_by_role("button", name="Run again").count() == 1
                 if os.environ.get("WARMCORE_SCREENSHOT"):     # for docs/: top and bottom
                     copy = Path(os.environ["WARMCORE_SCREENSHOT"])
                     copy.write_bytes(top.read_bytes())
