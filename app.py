@@ -602,7 +602,7 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
                   var_name="percentile", value_name="us")
     lat["percentile"] = lat["percentile"].str.removesuffix("_us")
     lat_chart = alt.Chart(lat).mark_line(point=True).encode(
-        x=x, y=alt.Y("us:Q", title="latency p50 (circles), p99 (squares) (us)",
+        x=x, y=alt.Y("us:Q", title="latency (us)",
                      scale=alt.Scale(type="log")), color=color, strokeDash=dash,
         shape=alt.Shape("percentile:N", title="percentile",
                         scale=alt.Scale(domain=["p50", "p99"], range=["circle", "square"])),
@@ -718,22 +718,43 @@ def timeline(names: list[str]) -> None:
                           "what": f"thread {e['tid']}: {e['name']}"}
                          for e in ev if e["ph"] == "i" and (e["tid"], e["ts"]) in where])
     order = [cpu_names[k] for k in sorted(cpu_names)]
-    gantt = alt.Chart(bars).mark_bar().encode(
+    t1 = doc["otherData"]["window_us"][1] - t0
+    clocks = []                           # each CPU's clock (its counter track) as spans
+    for cpu in sorted(cpu_names):
+        track = sorted((e["ts"] - t0, e["args"]["GHz"]) for e in ev
+                       if e["ph"] == "C" and e["name"] == f"CPU {cpu} clock")
+        for (a, ghz), (b, _) in zip(track, [*track[1:], (t1, None)], strict=True):
+            if b > a:
+                clocks.append({"cpu": cpu_names[cpu], "from_us": a, "to_us": b, "ghz": ghz})
+    clocks = pd.DataFrame(clocks)
+    y = alt.Y("cpu:N", sort=order, title=None, axis=alt.Axis(labelLimit=400))
+    gantt = alt.Chart(bars).mark_bar(height=16, yOffset=-5).encode(
         x=alt.X("start_us:Q", title="simulated us from the window's start"), x2="end_us:Q",
-        y=alt.Y("cpu:N", sort=order, title=None, axis=alt.Axis(labelLimit=400)),
-        color=alt.Color("thread:N", title="thread"),
+        y=y, color=alt.Color("thread:N", title="thread"),
         tooltip=["cpu", "thread", "step", "request", alt.Tooltip("start_us:Q", format=".2f"),
                  alt.Tooltip("end_us:Q", format=".2f")])
+    if not clocks.empty:                  # a band under each CPU's work: its clock
+        lo, hi = float(clocks["ghz"].min()), float(clocks["ghz"].max())
+        band = alt.Chart(clocks).mark_bar(height=6, yOffset=10).encode(
+            x="from_us:Q", x2="to_us:Q", y=y,
+            color=alt.Color("ghz:Q", title="clock (GHz)",
+                            scale=alt.Scale(scheme="orangered",
+                                            domain=[lo - 0.5, hi] if lo == hi else [lo, hi])),
+            tooltip=["cpu", alt.Tooltip("ghz:Q", title="GHz", format=".2f"),
+                     alt.Tooltip("from_us:Q", format=".1f"),
+                     alt.Tooltip("to_us:Q", format=".1f")])
+        gantt = alt.layer(gantt, band).resolve_scale(color="independent")
     if not migr.empty:
         gantt = gantt + alt.Chart(migr).mark_point(shape="triangle-down", color="black",
-                                                   size=60, filled=True).encode(
-            x="t_us:Q", y=alt.Y("cpu:N", sort=order), tooltip=["what", "t_us"])
-    st.altair_chart(gantt.properties(height=max(160, 28 * len(order))), width="stretch")
+                                                   size=60, filled=True, yOffset=-5).encode(
+            x="t_us:Q", y=y, tooltip=["what", "t_us"])
+    st.altair_chart(gantt.properties(height=max(160, 34 * len(order))), width="stretch")
     od = doc["otherData"]
     st.caption(f"{r.strategy}: the run's last {od['kernel_events']:,} kernel events, "
                f"{(od['window_us'][1] - od['window_us'][0]):,.0f} simulated us; "
-               f"{len(migr)} migrations (black triangles); CPU labels give each CPU's mean "
-               "clock over the run.")
+               f"{len(migr)} migrations (black triangles); the band under each CPU is its "
+               f"clock ({od['clock_changes']} changes in the window); CPU labels give each "
+               "CPU's mean clock over the run.")
     import json
 
     st.download_button("Download as Chrome trace (Perfetto, chrome://tracing)",

@@ -224,6 +224,20 @@ def test_timeline_shows_the_trace_and_matches_the_cli_trace_file(tmp_path):
                for c in at.main.caption)
     assert any("Chrome trace" in b.proto.label for b in at.get("download_button"))
     shown = chrome_trace(warmcore.Result.from_dict(at.session_state.timeline["result"]))
+    # each CPU's clock: a band under its row, span by span the trace's counter track
+    (gantt,) = [c for c in at.get("vega_lite_chart") if "clock (GHz)" in c.proto.spec]
+    spans = [r for r in chart_rows(gantt) if "ghz" in r]
+    t0, t1 = shown["otherData"]["window_us"]
+    counters = {}
+    for e in shown["traceEvents"]:
+        if e["ph"] == "C":
+            counters.setdefault(e["name"].split()[1], []).append((e["ts"] - t0, e["args"]["GHz"]))
+    assert counters and len(spans) >= len(counters)
+    for cpu, track in counters.items():
+        mine = sorted((r["from_us"], r["ghz"]) for r in spans
+                      if r["cpu"].split()[1] == cpu)
+        assert mine == [(a, g) for a, g in sorted(track) if a < t1 - t0], cpu
+    assert any("the band under each CPU is its clock" in c.value for c in at.main.caption)
     path = tmp_path / "setup.toml"
     path.write_text(at.session_state.toml)
     out = tmp_path / "t.json"

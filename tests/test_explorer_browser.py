@@ -66,6 +66,9 @@ def test_explorer_renders_in_chromium(tmp_path):
                 table = page.locator('[data-testid="stDataFrame"]')
                 table.first.wait_for(timeout=60_000)
                 page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(timeout=60_000)
+                # pin the defaults as the baseline: the load curves below overlay them
+                page.get_by_role("button", name="Pin as baseline").click()
+                page.get_by_role("button", name="Clear baseline").wait_for(timeout=60_000)
                 # change a control in the form and apply it
                 seed = page.get_by_label("Seed")
                 seed.fill("7")
@@ -91,6 +94,12 @@ def test_explorer_renders_in_chromium(tmp_path):
                     ".length >= 5", timeout=60_000)
                 page.get_by_text("Download as Chrome trace").first.wait_for(timeout=60_000)
                 page.wait_for_timeout(1500)
+                assert page.get_by_text("Load curves: change against the pinned baseline")\
+                    .count() == 1
+                charts.nth(1).scroll_into_view_if_needed()
+                page.screenshot(path=str(tmp_path / "explorer-curves.png"))
+                charts.last.scroll_into_view_if_needed()
+                charts.last.screenshot(path=str(tmp_path / "explorer-timeline.png"))
                 shot = tmp_path / "explorer.png"
                 page.screenshot(path=str(shot), full_page=True)
                 assert shot.stat().st_size > 10_000

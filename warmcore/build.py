@@ -178,8 +178,8 @@ def _watchdog(env, rec):
     """Checks the wall-clock budget (and asks should_stop) as simulated time passes,
     at a simulated interval that adapts so a check comes about every WATCHDOG_WALL_S
     of wall time (the recorder checks too, every few thousand requests, for runs
-    whose simulated time barely moves). It leaves when it is the last thing scheduled, so a stalled run
-    still ends as stalled."""
+    whose simulated time barely moves). It leaves when it is the last thing
+    scheduled, so a stalled run still ends as stalled."""
     interval = 1e-4
     last = time.monotonic()
     while not rec.stopped:
@@ -384,7 +384,12 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
     if rec.partial:
         res["partial"] = True
     if kernel.trace is not None:
-        res["trace"] = [list(e) for e in kernel.trace]
+        rows = [list(e) for e in kernel.trace]
+        if rows:        # each CPU's clock at the window's start, then the window
+            t0 = min(r[0] for r in rows)
+            rows[:0] = [[t0, c, -1, "clock", ghz, 0.0, -1]
+                        for c, ghz in enumerate(kernel.trace.ghz0)]
+        res["trace"] = rows
     return res
 
 
