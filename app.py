@@ -285,7 +285,47 @@ def control(p, key: str):
         return st.number_input(label, value=value, key=key, help=help_, format="%g",
                                min_value=None if lo is None else float(lo),
                                max_value=None if hi is None else float(hi))
-    return None      # lists, tables, free text: through an uploaded TOML
+    if p.type in LIST_TYPES:
+        example = "[0, 1]" if p.type == "int+list" else "[1.0, 2.0]"
+        return st.text_input(label + " (TOML)", value=inline_toml(p.value), key=key,
+                             help=help_ + f"  \na TOML value, e.g. `{example}`"
+                             + ("; empty: unset" if p.optional else ""))
+    return None      # tables, free text: through an uploaded TOML
+
+
+LIST_TYPES = ("list", "int+list")       # a text input, its value written as TOML
+CONTROL_TYPES = ("int", "float", "bool", "choice", *LIST_TYPES)
+
+
+def inline_toml(v) -> str:
+    """``v`` as an inline TOML value (what the list controls show); None: empty."""
+    import tomli_w
+
+    if v is None:
+        return ""
+    if hasattr(v, "model_dump"):          # a request program's step
+        v = v.model_dump(exclude_defaults=True)
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {inline_toml(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(inline_toml(x) for x in v) + "]"
+    return tomli_w.dumps({"v": v}).strip().removeprefix("v = ")
+
+
+def parse_list_control(p, text: str):
+    """The value a list control's text gives, or ValueError with a one-line reason."""
+    import tomllib
+
+    text = text.strip()
+    if not text:
+        if not p.optional:
+            raise ValueError(f"{p.path}: needs a value")
+        return None
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError as e:
+        reason = str(e).splitlines()[0].split(" (at ")[0]
+        raise ValueError(f"{p.path}: {text!r} is not a TOML value ({reason})") from None
 
 
 def section_of(path: str) -> str:
@@ -359,7 +399,7 @@ def sidebar(sc: warmcore.Scenario) -> None:
         values = {}
         groups: dict[str, list] = {}
         for p in params:
-            if p.path in OWN_CONTROL or p.type not in ("int", "float", "bool", "choice"):
+            if p.path in OWN_CONTROL or p.type not in CONTROL_TYPES:
                 continue
             groups.setdefault(section_of(p.path), []).append(p)
         for title in SHOWN:
@@ -376,7 +416,21 @@ def sidebar(sc: warmcore.Scenario) -> None:
 
 def apply(sc, values, *, preset, governor, chosen, main, seed, requests) -> None:
     """The form's values as a new scenario; a bad value shows one line, setup kept."""
-    changes = {path: v for path, (p, v) in values.items() if v != p.value}
+    changes = {}
+    for path, (p, v) in values.items():
+        if p.type in LIST_TYPES:             # text: unchanged, or parsed as TOML
+            if v.strip() == inline_toml(p.value):
+                continue
+            try:
+                v = parse_list_control(p, v)
+            except ValueError as e:
+                st.session_state.error = str(e)
+                return
+            if isinstance(p.value, (list, tuple)) and isinstance(v, list) and \
+                    v == list(p.value):
+                continue
+        if v != p.value:
+            changes[path] = v
     overrides = {k: v for k, v in changes.items() if k.startswith("machine.overrides.")}
     changes = {k: v for k, v in changes.items() if k not in overrides}
     if preset != sc.machine.preset:       # another machine: its own parameters and governor

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -376,7 +377,10 @@ def generated_paths() -> list[str]:
     import warmcore
 
     return [p.path for p in warmcore.parameters(warmcore.Scenario.load("pipeline"))
-            if p.path not in OWN_CONTROL and p.type in ("int", "float", "bool", "choice")]
+            if p.path not in OWN_CONTROL and p.type in CONTROL_TYPES]
+
+
+CONTROL_TYPES = ("int", "float", "bool", "choice", "list", "int+list")
 
 
 # Values picked by hand where the rule below would pick an invalid value or one equal
@@ -389,9 +393,19 @@ VALUES = {
     "machine.overrides.threads_per_core": 1,      # with one SMT throughput (below)
     "machine.overrides.v_min": 0.5,               # below v_max
     "machine.governor_params.sampling_rate_us": 200.0,      # a sample within the run
+    # lists: the text typed into their TOML input
+    "machine.overrides.pstates_ghz": "[1.6, 2.0, 2.4]",
+    "machine.overrides.smt_throughput": "[1.0, 1.1]",
+    "server.cpus": "[0, 1]",
+    "producer.cpus": "[2]",
+    "consumer.cpus": "[3]",
+    "work.program": "[{service_share = 0.5}, {compute_us = 20.0}, {service_share = 0.5}]",
 }
+LISTS = ("list", "int+list")
 # Controls set up before the one under test, so that its other value is valid.
 PREPARE = {"machine.frequency_ghz": {"gov": "userspace", "machine.frequency_ghz": 3.4}}
+# Controls set in the same Apply as the one under test, which cannot change alone.
+TOGETHER = {"machine.overrides.threads_per_core": {"machine.overrides.smt_throughput": "[1.0]"}}
 # Controls whose other value legitimately leaves this setup's numbers alone (pc, 400
 # requests of the pipeline scenario: one saturating connection on an i7-3770, about
 # 8 ms simulated); the scenario still changes (asserted), the figures need not.
@@ -424,6 +438,9 @@ SAME_NUMBERS = {
     "machine.overrides.wake_latency_idle_us": ONE_THREAD + ": the busy core never idles",
     "machine.overrides.extra.cstate_deep_after_us": ONE_THREAD + ": no core sleeps",
     "machine.overrides.tdp_w": "one busy core draws far less than the power limit",
+    "producer.cpus": "the pipeline scenario has no producer process",
+    "consumer.cpus": "the pipeline scenario has no consumer process",
+    "machine.overrides.smt_throughput": ONE_THREAD + ": its SMT sibling is never busy",
 }
 
 
@@ -454,6 +471,8 @@ def other_value(p):
 
 def control_widget(at: AppTest, p):
     key = f"p{at.session_state.gen}:{p.path}"
+    if p.type in LISTS:
+        return at.text_input(key=key)
     if p.type == "choice" or (p.type == "bool" and p.optional):
         return at.selectbox(key=key)
     if p.type == "bool":
@@ -466,23 +485,31 @@ def small_setup(path: str = "") -> AppTest:
     at = started()
     widget(at, "multiselect", "strategies").set_value(["pc"])
     widget(at, "number_input", "req").set_value(400)
-    for key, value in PREPARE.get(path, {}).items():
-        widget(at, "number_input" if "." in key else "selectbox", key).set_value(value)
+    set_controls(at, PREPARE.get(path, {}))
     return apply(at)
+
+
+def set_controls(at: AppTest, values: dict) -> None:
+    for key, value in values.items():
+        kind = "selectbox" if "." not in key else \
+            "text_input" if isinstance(value, str) else "number_input"
+        widget(at, kind, key).set_value(value)
+
+
+def at_path(data: dict, path: str):
+    """The value at a dotted path of a scenario's TOML data (None: not set)."""
+    for k in path.split("."):
+        data = data.get(k) if isinstance(data, dict) else None
+    return data
 
 
 def test_every_generated_control_is_exercised_below():
     at = started()
     prefix = f"p{at.session_state.gen}:"
-    keys = {w.key.removeprefix(prefix) for kind in ("number_input", "selectbox", "checkbox")
+    keys = {w.key.removeprefix(prefix)
+            for kind in ("number_input", "selectbox", "checkbox", "text_input")
             for w in getattr(at, kind) if w.key and w.key.startswith(prefix)}
     assert keys == set(generated_paths())
-
-
-# Controls that cannot change alone: the page says why in one line, the setup stays.
-REFUSED = {"machine.overrides.threads_per_core":
-           "run failed: machine.overrides.smt_throughput: needs one total per busy thread "
-           "count 1..1, starting at 1.0 (got [1.0, 1.25])"}
 
 
 @pytest.mark.parametrize("path", generated_paths())
@@ -490,22 +517,18 @@ def test_each_generated_control_changes_the_scenario_and_reruns(path):
     import warmcore
 
     at = small_setup(path)
-    if path in REFUSED:
-        p = {q.path: q for q in warmcore.parameters(warmcore.Scenario.from_toml(
-            at.session_state.toml))}[path]
-        control_widget(at, p).set_value(other_value(p))
-        at.button[[b.label for b in at.button].index("Apply")].click().run()
-        assert not at.exception, at.exception
-        assert [e.value for e in at.error] == [REFUSED[path]]
-        return
     toml, job, before = at.session_state.toml, at.session_state.job, at.session_state.results
     p = {q.path: q for q in warmcore.parameters(warmcore.Scenario.from_toml(toml))}[path]
     value = other_value(p)
     control_widget(at, p).set_value(value)
+    set_controls(at, TOGETHER.get(path, {}))
     apply(at)
-    now = {q.path: q for q in warmcore.parameters(warmcore.Scenario.from_toml(
-        at.session_state.toml))}[path]
-    assert now.value == value, (path, p.value, value, now.value)
+    if p.type in LISTS:                              # the text, read as TOML
+        value = tomllib.loads(f"v = {value}")["v"]
+    got = at_path(tomllib.loads(at.session_state.toml), path)
+    if path == "work.program":          # the TOML writes each step's defaults too
+        got = [{k: step[k] for k in want} for step, want in zip(got, value, strict=True)]
+    assert got == value, (path, p.value, value, got)
     assert at.session_state.job is not job                       # the comparison reran
     assert at.session_state.job.key == (at.session_state.toml, ("pc",))
     after = at.session_state.results
@@ -513,3 +536,62 @@ def test_each_generated_control_changes_the_scenario_and_reruns(path):
         assert at.session_state.toml != toml
     else:
         assert after != before, (path, value)
+
+
+# -- list-valued settings: a TOML text input each ------------------------------------------
+
+def test_a_list_setting_is_typed_as_toml_and_applied():
+    at = started()
+    before = comparison(at)
+    box = widget(at, "text_input", "machine.overrides.pstates_ghz")
+    assert box.value.startswith("[1.6, 1.7, ") and box.value.endswith(", 3.4]")
+    box.set_value("[1.2, 1.8]")
+    apply(at)
+    assert tomllib.loads(at.session_state.toml)["machine"]["overrides"]["pstates_ghz"] == \
+        [1.2, 1.8]
+    after = comparison(at)
+    assert (after["GHz"] <= 1.8 + 1e-9).all() and (before["GHz"] > 1.8).any()
+    # the input now shows the applied list, and applying again changes nothing
+    assert widget(at, "text_input", "machine.overrides.pstates_ghz").value == "[1.2, 1.8]"
+    toml = at.session_state.toml
+    apply(at)
+    assert at.session_state.toml == toml
+
+
+def test_a_request_program_and_a_cpu_set_are_typed_as_toml():
+    at = started()
+    widget(at, "text_input", "work.program").set_value(
+        '[{service_share = 1.0}, {call_us = 50.0, distribution = "exponential"}]')
+    widget(at, "text_input", "server.cpus").set_value("[0, 2]")
+    apply(at)
+    data = tomllib.loads(at.session_state.toml)
+    assert data["server"]["cpus"] == [0, 2]
+    assert [s.get("call_us") for s in data["work"]["program"]] == [None, 50.0]
+    df = comparison(at)
+    assert (df["CPUs"] > 0).all()
+    assert widget(at, "text_input", "work.program").value == \
+        '[{service_share = 1.0}, {call_us = 50.0, distribution = "exponential"}]'
+    # emptied, an optional list is unset again
+    widget(at, "text_input", "server.cpus").set_value("")
+    apply(at)
+    assert "cpus" not in tomllib.loads(at.session_state.toml).get("server", {})
+
+
+@pytest.mark.parametrize("path, text, expect", [
+    ("machine.overrides.pstates_ghz", "[1.6, oops",
+     "machine.overrides.pstates_ghz: '[1.6, oops' is not a TOML value ("),
+    ("server.cpus", "[0, 1", "server.cpus: '[0, 1' is not a TOML value ("),
+    ("server.cpus", '"all"', "server.cpus: "),
+    ("work.program", "[{acquire = 'db'}]", "work.program"),
+    ("machine.overrides.pstates_ghz", "", "machine.overrides.pstates_ghz: needs a value"),
+])
+def test_a_bad_list_is_one_line_and_keeps_the_setup(path, text, expect):
+    at = started()
+    toml = at.session_state.toml
+    widget(at, "text_input", path).set_value(text)
+    at.button[[b.label for b in at.button].index("Apply")].click().run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith(expect) and "\n" not in errors[0], errors
+    assert at.session_state.toml == toml
+    assert list(comparison(at).index) == ["pc", "pec", "epc"]
