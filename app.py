@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
+import time
 from pathlib import Path
 
 
@@ -43,6 +45,10 @@ MAX_UPLOAD_BYTES = 64 * 1024
 # Any one run stops after this many wall seconds and shows its partial result
 # marked (docs/formats.md, "Ranges and caps"), so no setting can hold the page.
 MAX_WALL_S = 120.0
+# The page waits this long for the comparison's runs (the script polls the worker
+# thread, drawing progress, with a Stop button; any click ends the wait and the next
+# script run finds the same runs going). Past it, a fragment keeps polling each second.
+WAIT_S = 600.0
 
 # Comparison table: per_request() key -> (header with unit, format, better: max/min/None)
 COLUMNS = {
@@ -79,23 +85,115 @@ TOPOLOGY = ["sockets", "cores_per_socket", "threads_per_core", "llc_domains_per_
 
 # -- runs (cached on the scenario's TOML) -----------------------------------------------
 
+class Stopped(Exception):
+    """A run stopped from the page; its partial result (raised, so it is not cached)."""
+
+    def __init__(self, result: dict):
+        super().__init__("stopped")
+        self.result = result
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
-def run_one(scenario_toml: str, strategy: str) -> dict:
-    """One strategy on the scenario: the ``run --json`` object."""
+def run_one(scenario_toml: str, strategy: str, _should_stop=None) -> dict:
+    """One strategy on the scenario: the ``run --json`` object. ``_should_stop`` (not
+    part of the cache key) is ``warmcore.simulate``'s progress and stop hook."""
     sc = warmcore.Scenario.from_toml(scenario_toml)
-    return warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S)[0].to_dict()
+    r = warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S, should_stop=_should_stop)[0]
+    if r.stop_reason == "stopped":
+        raise Stopped(r.to_dict())
+    return r.to_dict()
 
 
-def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result]:
-    bar = st.progress(0.0, text="simulating...")
-    out = []
-    try:
-        for i, name in enumerate(names):
-            bar.progress(i / len(names), text=f"simulating {name} ({i + 1}/{len(names)})")
-            out.append(warmcore.Result.from_dict(run_one(scenario_toml, name)))
-    finally:
-        bar.empty()
-    return out
+class Job:
+    """The comparison's runs, one strategy after another, in a worker thread that the
+    page polls: its progress, a stop flag the runs check (``should_stop``), and the
+    results so far. It lives in the session, so a rerun of the script (any click)
+    finds it going instead of starting over."""
+
+    def __init__(self, toml: str, names: list[str]):
+        self.key = (toml, tuple(names))
+        self.toml, self.names = toml, list(names)
+        self.results: list[dict] = []
+        self.error: Exception | None = None
+        self.stop = threading.Event()
+        self.current, self.fraction = 0, 0.0
+        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._work, name="warmcore-runs", daemon=True)
+        self.thread.start()
+
+    def _ask(self, fraction: float) -> bool:
+        self.fraction = fraction
+        return self.stop.is_set()
+
+    def _work(self) -> None:
+        try:
+            for i, name in enumerate(self.names):
+                if self.stop.is_set():
+                    break
+                self.current, self.fraction = i, 0.0
+                try:
+                    self.results.append(run_one(self.toml, name, self._ask))
+                except Stopped as s:
+                    self.results.append(s.result)
+                    break
+        except Exception as e:           # shown by the page as its one line
+            self.error = e
+
+    @property
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop.is_set() and not self.running and (
+            len(self.results) < len(self.names) or
+            any(d.get("stop_reason") == "stopped" for d in self.results))
+
+    def status(self) -> tuple[float, str]:
+        n, i = len(self.names), min(self.current, len(self.names) - 1)
+        done = (i + self.fraction) / n
+        return min(1.0, done), (f"simulating {self.names[i]} ({i + 1}/{n}): "
+                                f"{self.fraction:.0%} of its run, "
+                                f"{time.monotonic() - self.started:.0f} s so far")
+
+
+def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result] | None:
+    """The comparison's results (those a stop left, if stopped); None while they run
+    on past the page's wait (a fragment then polls and reruns the page)."""
+    job = st.session_state.get("job")
+    if job is None or job.key != (scenario_toml, tuple(names)):
+        if job is not None:
+            job.stop.set()               # another setup: the old runs are not wanted
+        job = st.session_state.job = Job(scenario_toml, names)
+    job.thread.join(0.05)                # cached runs: no flash of the progress bar
+    if job.running:
+        slot = st.empty()
+        box = slot.container(border=True)
+        c1, c2 = box.columns([1, 5], vertical_alignment="center")
+        if c1.button("Stop", key="stop_run", type="secondary",
+                     help="stop the runs here and show what they measured so far"):
+            job.stop.set()
+        bar = c2.progress(*job.status())
+        end = time.monotonic() + st.session_state.get("wait_s", WAIT_S)
+        while job.running and time.monotonic() < end:
+            job.thread.join(0.1)
+            bar.progress(*job.status())   # a click ends this script run here
+        if job.running:
+            with box:
+                watch_job(job)
+            return None
+        slot.empty()
+    if job.error is not None:
+        raise job.error
+    return [warmcore.Result.from_dict(d) for d in job.results]
+
+
+@st.fragment(run_every=1.0)
+def watch_job(job: Job) -> None:
+    """Progress of runs that outlast the page's wait; the page reruns when they end."""
+    if not job.running:
+        st.rerun()
+    st.caption("Still running: " + job.status()[1])
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)
@@ -187,7 +285,47 @@ def control(p, key: str):
         return st.number_input(label, value=value, key=key, help=help_, format="%g",
                                min_value=None if lo is None else float(lo),
                                max_value=None if hi is None else float(hi))
-    return None      # lists, tables, free text: through an uploaded TOML
+    if p.type in LIST_TYPES:
+        example = "[0, 1]" if p.type == "int+list" else "[1.0, 2.0]"
+        return st.text_input(label + " (TOML)", value=inline_toml(p.value), key=key,
+                             help=help_ + f"  \na TOML value, e.g. `{example}`"
+                             + ("; empty: unset" if p.optional else ""))
+    return None      # tables, free text: through an uploaded TOML
+
+
+LIST_TYPES = ("list", "int+list")       # a text input, its value written as TOML
+CONTROL_TYPES = ("int", "float", "bool", "choice", *LIST_TYPES)
+
+
+def inline_toml(v) -> str:
+    """``v`` as an inline TOML value (what the list controls show); None: empty."""
+    import tomli_w
+
+    if v is None:
+        return ""
+    if hasattr(v, "model_dump"):          # a request program's step
+        v = v.model_dump(exclude_defaults=True)
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {inline_toml(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(inline_toml(x) for x in v) + "]"
+    return tomli_w.dumps({"v": v}).strip().removeprefix("v = ")
+
+
+def parse_list_control(p, text: str):
+    """The value a list control's text gives, or ValueError with a one-line reason."""
+    import tomllib
+
+    text = text.strip()
+    if not text:
+        if not p.optional:
+            raise ValueError(f"{p.path}: needs a value")
+        return None
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError as e:
+        reason = str(e).splitlines()[0].split(" (at ")[0]
+        raise ValueError(f"{p.path}: {text!r} is not a TOML value ({reason})") from None
 
 
 def section_of(path: str) -> str:
@@ -261,7 +399,7 @@ def sidebar(sc: warmcore.Scenario) -> None:
         values = {}
         groups: dict[str, list] = {}
         for p in params:
-            if p.path in OWN_CONTROL or p.type not in ("int", "float", "bool", "choice"):
+            if p.path in OWN_CONTROL or p.type not in CONTROL_TYPES:
                 continue
             groups.setdefault(section_of(p.path), []).append(p)
         for title in SHOWN:
@@ -278,7 +416,21 @@ def sidebar(sc: warmcore.Scenario) -> None:
 
 def apply(sc, values, *, preset, governor, chosen, main, seed, requests) -> None:
     """The form's values as a new scenario; a bad value shows one line, setup kept."""
-    changes = {path: v for path, (p, v) in values.items() if v != p.value}
+    changes = {}
+    for path, (p, v) in values.items():
+        if p.type in LIST_TYPES:             # text: unchanged, or parsed as TOML
+            if v.strip() == inline_toml(p.value):
+                continue
+            try:
+                v = parse_list_control(p, v)
+            except ValueError as e:
+                st.session_state.error = str(e)
+                return
+            if isinstance(p.value, (list, tuple)) and isinstance(v, list) and \
+                    v == list(p.value):
+                continue
+        if v != p.value:
+            changes[path] = v
     overrides = {k: v for k, v in changes.items() if k.startswith("machine.overrides.")}
     changes = {k: v for k, v in changes.items() if k not in overrides}
     if preset != sc.machine.preset:       # another machine: its own parameters and governor
@@ -345,7 +497,11 @@ def handle_upload(name: str, data: bytes) -> None:
 # -- the page -------------------------------------------------------------------------------
 
 def comparison_frame(results) -> pd.DataFrame:
+    """One row per strategy; a partial run's row is marked "(partial)"."""
     rows = [r.per_request() for r in results]
+    for row, r in zip(rows, results, strict=True):
+        if r.partial:
+            row["strategy"] += " (partial)"
     df = pd.DataFrame(rows).set_index("strategy")[list(COLUMNS)]
     return df.rename(columns={k: v[0] for k, v in COLUMNS.items()}).astype(float)
 
@@ -419,6 +575,7 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
                              value=default_loads(sc), key=f"loads{st.session_state.gen}")
         go = st.form_submit_button("Compute load curves")
     curves = st.session_state.get("curves")
+    base = st.session_state.baseline
     if go:
         try:
             loads = sorted({float(x) for x in text.split(",") if x.strip()})
@@ -429,61 +586,143 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
             return
         if field != "rate_per_s":
             loads = sorted({int(x) for x in loads})
-        jobs = [(n, x) for n in names for x in loads]
+        # the pinned baseline's curves too, at the same loads (when its load is the
+        # same kind of number): cached runs, so a baseline computed before is free
+        base_toml = None
+        if base is not None and base["toml"] != st.session_state.toml:
+            try:
+                if load_field(warmcore.Scenario.from_toml(base["toml"])) == field:
+                    base_toml = base["toml"]
+            except warmcore.ConfigError:
+                pass
+        jobs = [(st.session_state.toml, n, x) for n in names for x in loads]
+        jobs += [(base_toml, n, x) for n in names for x in loads if base_toml]
         bar = st.progress(0.0, text="load curves")
-        rows = []
+        rows, base_rows = [], []
         try:
-            for i, (n, x) in enumerate(jobs):
-                bar.progress(i / len(jobs), text=f"{n} at {x:g} ({i + 1}/{len(jobs)})")
-                rows.append(warmcore.Result.from_dict(
-                    run_at_load(st.session_state.toml, n, x)).per_request())
+            for i, (toml, n, x) in enumerate(jobs):
+                tag = "baseline: " if toml == base_toml and toml else ""
+                bar.progress(i / len(jobs), text=f"{tag}{n} at {x:g} ({i + 1}/{len(jobs)})")
+                row = warmcore.Result.from_dict(run_at_load(toml, n, x)).per_request()
+                (base_rows if tag else rows).append(row)
         except Exception as e:
             st.error(f"run failed: {one_line(e)}")
             return
         finally:
             bar.empty()
         curves = st.session_state.curves = {"toml": st.session_state.toml, "rows": rows,
-                                             "field": field}
+                                             "field": field, "base_toml": base_toml,
+                                             "base_rows": base_rows}
     if not curves or curves["toml"] != st.session_state.toml:
-        st.caption("Each strategy at each offered load, same seed; runs are cached.")
+        st.caption("Each strategy at each offered load, same seed; runs are cached. With a "
+                   "pinned baseline, its curves are computed too and overlaid (dashed).")
         return
-    df = pd.DataFrame(curves["rows"])
+    with_base = bool(curves.get("base_rows")) and base is not None and \
+        curves.get("base_toml") == base["toml"]
+    tagged = [{**r, "run": "now"} for r in curves["rows"]]
+    if with_base:
+        tagged += [{**r, "run": "baseline"} for r in curves["base_rows"]]
+    df = pd.DataFrame(tagged)
     df["load"] = df["load"].astype(float)
     knees = []
-    for n in dict.fromkeys(df["strategy"]):
-        k = knee([r for r in curves["rows"] if r["strategy"] == n])
-        knees.append({"strategy": n, "knee": k})
+    for run, rs in (("now", curves["rows"]), ("baseline", curves["base_rows"] if with_base
+                                               else [])):
+        for n in dict.fromkeys(r["strategy"] for r in rs):
+            k = knee([r for r in rs if r["strategy"] == n])
+            knees.append({"strategy": n, "knee": k, "run": run})
     kdf = pd.DataFrame([k for k in knees if k["knee"] is not None])
     x = alt.X("load:Q", title=f"offered load ({curves['field']})")
     color = alt.Color("strategy:N", sort=list(dict.fromkeys(df["strategy"])))
+    dash = alt.StrokeDash("run:N", title="run", sort=["now", "baseline"],
+                          scale=alt.Scale(domain=["now", "baseline"],
+                                          range=[[1, 0], [6, 4]]))
 
-    def chart(y: str, title: str, log: bool = False):
+    def knee_rules():
+        return alt.Chart(kdf).mark_rule(strokeDash=[2, 2]).encode(
+            x="knee:Q", color=color,
+            opacity=alt.Opacity("run:N", sort=["now", "baseline"], legend=None,
+                                scale=alt.Scale(domain=["now", "baseline"], range=[1, 0.4])),
+            tooltip=["strategy", "run", "knee"])
+
+    def chart(y: str, title: str):
         c = alt.Chart(df).mark_line(point=True).encode(
-            x=x, y=alt.Y(f"{y}:Q", title=title, scale=alt.Scale(type="log") if log else
-                         alt.Undefined), color=color,
-            tooltip=["strategy", "load", alt.Tooltip(f"{y}:Q", format=",.2f")])
+            x=x, y=alt.Y(f"{y}:Q", title=title), color=color, strokeDash=dash,
+            tooltip=["strategy", "run", "load", alt.Tooltip(f"{y}:Q", format=",.2f")])
         if not kdf.empty:
-            c = c + alt.Chart(kdf).mark_rule(strokeDash=[4, 3]).encode(
-                x="knee:Q", color=color, tooltip=["strategy", "knee"])
+            c = c + knee_rules()
         return c.properties(height=260)
 
-    lat = df.melt(id_vars=["strategy", "load"], value_vars=["p50_us", "p99_us"],
+    lat = df.melt(id_vars=["strategy", "load", "run"], value_vars=["p50_us", "p99_us"],
                   var_name="percentile", value_name="us")
+    lat["percentile"] = lat["percentile"].str.removesuffix("_us")
     lat_chart = alt.Chart(lat).mark_line(point=True).encode(
-        x=x, y=alt.Y("us:Q", title="latency (us)", scale=alt.Scale(type="log")), color=color,
-        strokeDash=alt.StrokeDash("percentile:N", title="percentile"),
-        tooltip=["strategy", "load", "percentile", alt.Tooltip("us:Q", format=",.1f")])
+        x=x, y=alt.Y("us:Q", title="latency (us)",
+                     scale=alt.Scale(type="log")), color=color, strokeDash=dash,
+        shape=alt.Shape("percentile:N", title="percentile",
+                        scale=alt.Scale(domain=["p50", "p99"], range=["circle", "square"])),
+        detail="percentile:N",
+        tooltip=["strategy", "run", "load", "percentile", alt.Tooltip("us:Q", format=",.1f")])
     if not kdf.empty:
-        lat_chart = lat_chart + alt.Chart(kdf).mark_rule(strokeDash=[4, 3]).encode(
-            x="knee:Q", color=color, tooltip=["strategy", "knee"])
+        lat_chart = lat_chart + knee_rules()
     c1, c2, c3 = st.columns(3)
     c1.altair_chart(lat_chart.properties(height=260), width="stretch")
     c2.altair_chart(chart("cpus", "CPUs utilized"), width="stretch")
     c3.altair_chart(chart("cpu_us_per_req", "CPU us per request"), width="stretch")
-    st.caption("Knee (dashed): the last load before p99 latency doubles from the lightest "
-               "load or throughput falls below 95% of the offered rate. " + "; ".join(
-                   f"{k['strategy']}: " + ("not reached" if k["knee"] is None
-                                           else f"{k['knee']:g}") for k in knees))
+
+    def knee_text(run):
+        return "; ".join(f"{k['strategy']}: " + ("not reached" if k["knee"] is None
+                                                  else f"{k['knee']:g}")
+                         for k in knees if k["run"] == run)
+
+    st.caption("Knee (dotted): the last load before p99 latency doubles from the lightest "
+               "load or throughput falls below 95% of the offered rate. " + knee_text("now")
+               + (f"  \nBaseline (dashed lines, faint knees): {knee_text('baseline')}"
+                  if with_base else ""))
+    if with_base:
+        st.markdown("**Load curves: change against the pinned baseline** (now minus "
+                    "baseline, same loads)")
+        st.dataframe(curve_deltas(curves["rows"], curves["base_rows"], knees),
+                     width="stretch")
+    elif base is not None:
+        why = ("it is this setup" if base["toml"] == st.session_state.toml else
+               "its offered load is another kind of number"
+               if not _same_field(base["toml"], curves["field"]) else
+               "it was pinned after these curves were computed; compute them again")
+        st.caption(f"The pinned baseline's curves are not overlaid: {why}.")
+
+
+CURVE_COLUMNS = {"p50_us": "p50 (us)", "p99_us": "p99 (us)", "throughput_rps": "req/s",
+                 "cpus": "CPUs", "cpu_us_per_req": "CPU us/req"}
+
+
+def _same_field(toml: str, field: str) -> bool:
+    from warmcore.comparison import load_field
+
+    try:
+        return load_field(warmcore.Scenario.from_toml(toml)) == field
+    except warmcore.ConfigError:
+        return False
+
+
+def curve_deltas(rows, base_rows, knees):
+    """Each strategy at each load: every curve's figure now minus the baseline's, and
+    the knee's move."""
+    base = {(r["strategy"], r["load"]): r for r in base_rows}
+    knee_of = {(k["strategy"], k["run"]): k["knee"] for k in knees}
+    out = []
+    for r in rows:
+        b = base.get((r["strategy"], r["load"]))
+        if b is None:
+            continue
+        d = {"strategy": r["strategy"], "load": r["load"]}
+        for k, label in CURVE_COLUMNS.items():
+            d[label] = (r[k] - b[k]) if r[k] is not None and b[k] is not None else math.nan
+        kn, kb = knee_of.get((r["strategy"], "now")), knee_of.get((r["strategy"], "baseline"))
+        d["knee"] = (f"{kb:g} -> {kn:g}" if kn is not None and kb is not None else
+                     f"{'-' if kb is None else f'{kb:g}'} -> {'-' if kn is None else f'{kn:g}'}")
+        out.append(d)
+    df = pd.DataFrame(out).set_index(["strategy", "load"])
+    return df.style.format({v: "{:+,.2f}" for v in CURVE_COLUMNS.values()}, na_rep="-")
 
 
 def timeline(names: list[str]) -> None:
@@ -533,22 +772,43 @@ def timeline(names: list[str]) -> None:
                           "what": f"thread {e['tid']}: {e['name']}"}
                          for e in ev if e["ph"] == "i" and (e["tid"], e["ts"]) in where])
     order = [cpu_names[k] for k in sorted(cpu_names)]
-    gantt = alt.Chart(bars).mark_bar().encode(
+    t1 = doc["otherData"]["window_us"][1] - t0
+    clocks = []                           # each CPU's clock (its counter track) as spans
+    for cpu in sorted(cpu_names):
+        track = sorted((e["ts"] - t0, e["args"]["GHz"]) for e in ev
+                       if e["ph"] == "C" and e["name"] == f"CPU {cpu} clock")
+        for (a, ghz), (b, _) in zip(track, [*track[1:], (t1, None)], strict=True):
+            if b > a:
+                clocks.append({"cpu": cpu_names[cpu], "from_us": a, "to_us": b, "ghz": ghz})
+    clocks = pd.DataFrame(clocks)
+    y = alt.Y("cpu:N", sort=order, title=None, axis=alt.Axis(labelLimit=400))
+    gantt = alt.Chart(bars).mark_bar(height=16, yOffset=-5).encode(
         x=alt.X("start_us:Q", title="simulated us from the window's start"), x2="end_us:Q",
-        y=alt.Y("cpu:N", sort=order, title=None, axis=alt.Axis(labelLimit=400)),
-        color=alt.Color("thread:N", title="thread"),
+        y=y, color=alt.Color("thread:N", title="thread"),
         tooltip=["cpu", "thread", "step", "request", alt.Tooltip("start_us:Q", format=".2f"),
                  alt.Tooltip("end_us:Q", format=".2f")])
+    if not clocks.empty:                  # a band under each CPU's work: its clock
+        lo, hi = float(clocks["ghz"].min()), float(clocks["ghz"].max())
+        band = alt.Chart(clocks).mark_bar(height=6, yOffset=10).encode(
+            x="from_us:Q", x2="to_us:Q", y=y,
+            color=alt.Color("ghz:Q", title="clock (GHz)",
+                            scale=alt.Scale(scheme="orangered",
+                                            domain=[lo - 0.5, hi] if lo == hi else [lo, hi])),
+            tooltip=["cpu", alt.Tooltip("ghz:Q", title="GHz", format=".2f"),
+                     alt.Tooltip("from_us:Q", format=".1f"),
+                     alt.Tooltip("to_us:Q", format=".1f")])
+        gantt = alt.layer(gantt, band).resolve_scale(color="independent")
     if not migr.empty:
         gantt = gantt + alt.Chart(migr).mark_point(shape="triangle-down", color="black",
-                                                   size=60, filled=True).encode(
-            x="t_us:Q", y=alt.Y("cpu:N", sort=order), tooltip=["what", "t_us"])
-    st.altair_chart(gantt.properties(height=max(160, 28 * len(order))), width="stretch")
+                                                   size=60, filled=True, yOffset=-5).encode(
+            x="t_us:Q", y=y, tooltip=["what", "t_us"])
+    st.altair_chart(gantt.properties(height=max(160, 34 * len(order))), width="stretch")
     od = doc["otherData"]
     st.caption(f"{r.strategy}: the run's last {od['kernel_events']:,} kernel events, "
                f"{(od['window_us'][1] - od['window_us'][0]):,.0f} simulated us; "
-               f"{len(migr)} migrations (black triangles); CPU labels give each CPU's mean "
-               "clock over the run.")
+               f"{len(migr)} migrations (black triangles); the band under each CPU is its "
+               f"clock ({od['clock_changes']} changes in the window); CPU labels give each "
+               "CPU's mean clock over the run.")
     import json
 
     st.download_button("Download as Chrome trace (Perfetto, chrome://tracing)",
@@ -574,6 +834,25 @@ def page() -> None:
     except Exception as e:            # a failing run: its one line, not a traceback
         st.error(f"run failed: {one_line(e)}")
         return
+    if results is None:               # still running: the fragment above polls
+        return
+    job = st.session_state.job
+    if job.stopped:
+        ran = [r.strategy for r in results]
+        left = [n for n in names if n not in ran]
+        c1, c2 = st.columns([5, 1], vertical_alignment="center")
+        c1.warning("Stopped: partial result. " + "; ".join(
+            f"{r.strategy}: stopped at {job.fraction:.0%} of its run, {r.requests:,} of "
+            f"{sc.run.requests or 0:,} measured requests" + (" (still in its warm-up)"
+                                                              if not r.requests else "")
+            for r in results if r.stop_reason == "stopped")
+            + (f"; not run: {', '.join(left)}" if left else ""))
+        if c2.button("Run again", help="run this setup again, to the end"):
+            st.session_state.job = None
+            st.rerun()
+        results = [r for r in results if r.requests]   # a run stopped in its warm-up
+        if not results:                                  # measured nothing to show
+            return
     st.session_state.results = [r.to_dict() for r in results]    # what the page shows
     df = comparison_frame(results)
     base = st.session_state.baseline

@@ -494,6 +494,23 @@ class Semaphore:
         return None
 
 
+class TraceBuffer(deque):
+    """The last ``maxlen`` kernel events (``run.trace_events``), and each CPU's clock
+    as it was before the oldest event kept (``ghz0``): a ``freq`` row that falls off
+    the front hands its clock over, so the window's clocks are known from its start."""
+
+    def __init__(self, maxlen: int, ghz0: list[float]):
+        super().__init__(maxlen=maxlen)
+        self.ghz0 = list(ghz0)
+
+    def append(self, row) -> None:
+        if len(self) == self.maxlen:
+            old = self[0]
+            if old[3] == "freq":
+                self.ghz0[old[1]] = old[4]
+        super().append(row)
+
+
 class Kernel:
     """Per-CPU run queues, placement, wake-ups, time slices and counters."""
 
@@ -517,7 +534,16 @@ class Kernel:
         self.min_granularity = SCHED_MIN_GRANULARITY_S * factor
         self.slice_max = self.sched_latency
         self.migration_cost = SCHED_MIGRATION_COST_S
-        self.trace = deque(maxlen=trace_limit) if trace_limit else None
+        self.trace = None
+        if trace_limit:
+            # A CPU's clock changes are trace events too (kind "freq", the new GHz in
+            # the label's place), recorded by a listener on the machine's DVFS
+            # controller; it only records, so the run is the same with or without it.
+            self.trace = TraceBuffer(trace_limit, [machine.current_ghz(c, 0.0)
+                                                   for c in range(n)])
+            clock = getattr(machine, "clock", None)
+            if hasattr(clock, "add_listener"):
+                clock.add_listener(self._trace_clock)
         # Seconds per instruction when every segment costs just that (the ideal
         # machine): the kernel then prices segments itself (the fast path).
         self.ideal_spi = machine.fixed_seconds_per_instruction()
@@ -532,6 +558,10 @@ class Kernel:
         self.resources: dict[str, Semaphore] = {}   # named semaphores (request programs)
         self.n_queued = 0             # threads waiting in any run queue
         self.deferred: list | None = None   # zero-delay wake events being collected
+
+    def _trace_clock(self, cpu: int, t: float, ghz: float) -> None:
+        """DVFS listener: ``cpu``'s clock became ``ghz`` at ``t``."""
+        self.trace.append((t, cpu, -1, "freq", ghz, 0.0, -1))
 
     # -- creation ------------------------------------------------------------------------
 

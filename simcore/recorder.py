@@ -39,6 +39,9 @@ class Recorder:
         self.srv_buf = array("d")   # service times not yet binned
         self.stopped = False
         self.deadline = float("inf")   # time.monotonic() past which the run stops (max_wall)
+        # should_stop(fraction_done) -> bool: asked at every wall-clock check; True ends
+        # the run there (a caller's stop button); None: never asked
+        self.should_stop = None
         self.partial = False        # ended before its limit by a cap or the wall budget
         self.overflowed = False     # in-flight requests passed max_in_flight
         self.in_system = 0
@@ -47,6 +50,7 @@ class Recorder:
         self.warmup_requests = warmup_requests
         self.measure_requests = measure_requests
         self.measure_s = measure_s
+        self.warmup_s = warmup_s
         self.max_in_flight = max_in_flight
         self.measuring = False
         self.t_measure = 0.0
@@ -132,11 +136,30 @@ class Recorder:
         return self.completed_warmup + self.measured
 
     def check_wall(self) -> None:
-        """Stop the run if its wall-clock budget has run out (called every few thousand
-        requests here, and by the watchdog of warmcore.build as simulated time passes)."""
-        if time.monotonic() > self.deadline and not self.stopped:
+        """Stop the run if its wall-clock budget has run out, or if ``should_stop`` says
+        so (called every few thousand requests here, and by the watchdog of
+        warmcore.build as simulated time passes)."""
+        if self.stopped:
+            return
+        if time.monotonic() > self.deadline:
             self.partial = True
             self._stop("wall-clock budget")
+        elif self.should_stop is not None and self.should_stop(self.progress()):
+            self.partial = True
+            self._stop("stopped")
+
+    def progress(self) -> float:
+        """How much of the run is done, 0..1: requests completed (warm-up included) of
+        those it runs for, or simulated time of its duration."""
+        if self.measure_requests:
+            total = self.warmup_requests + self.measure_requests
+            done = self.completed_warmup + self.measured
+        elif self.measure_s is not None:
+            total = self.measure_s + (self.warmup_s or 0.0)
+            done = self.env.now
+        else:
+            return 0.0
+        return min(1.0, done / total) if total > 0 else 0.0
 
     def flush(self) -> None:
         """Bin the buffered latencies into the histogram."""

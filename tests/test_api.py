@@ -176,3 +176,57 @@ def test_import_of_a_model_module_does_not_load_the_engine():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+class TestShouldStop:
+    """``should_stop(fraction_done)``: progress for a caller, and a stop it asks for."""
+
+    def test_asked_with_growing_progress_and_changes_nothing_when_false(self):
+        sc = warmcore.Scenario.load("pipeline")
+        seen = []
+        a = warmcore.simulate(sc, requests=3000).to_json()
+        b = warmcore.simulate(sc, requests=3000,
+                              should_stop=lambda f: seen.append(f) or False).to_json()
+        assert a == b
+        assert seen and seen == sorted(seen) and seen[0] >= 0.0 and seen[-1] <= 1.0
+
+    def test_true_stops_the_run_with_a_partial_result(self):
+        import time
+
+        sc = warmcore.Scenario.load("web")
+        t0 = time.monotonic()
+        seen = []
+
+        def stop_at_a_tenth(f):
+            seen.append(f)
+            return f >= 0.1
+
+        r = warmcore.simulate(sc, requests=200_000, should_stop=stop_at_a_tenth)
+        assert time.monotonic() - t0 < 60
+        assert r.partial is True and r.stop_reason == "stopped"
+        assert 0.1 <= seen[-1] < 0.5 and 0 < r.requests < 100_000
+        assert any(w.startswith("partial: stopped after") for w in r.warnings)
+
+    def test_compare_reports_the_fraction_of_all_runs_and_ends_at_the_stopped_one(self):
+        sc = warmcore.Scenario.load("pipeline")
+        seen = []
+
+        def stop_in_the_second_run(f):
+            seen.append(f)
+            return f > 0.5
+
+        rs = warmcore.compare(sc, ["pc", "pec", "epc"], requests=40_000,
+                              should_stop=stop_in_the_second_run)
+        assert [r.strategy for r in rs] == ["pc", "pec"]
+        assert not rs[0].partial and rs[1].partial and rs[1].stop_reason == "stopped"
+        assert max(seen) < 2 / 3 + 1e-9
+
+    def test_replications_not_begun_are_left_out(self):
+        sc = warmcore.Scenario.load("web", ["run.replications=50"])
+        r = warmcore.simulate(sc, requests=20_000, should_stop=lambda f: f > 0.05)
+        assert r.partial and r.replications < 50
+        assert any("replications ran before it was stopped" in w for w in r.warnings)
+
+    def test_not_callable_is_a_config_error(self):
+        with pytest.raises(warmcore.ConfigError, match="should_stop"):
+            warmcore.simulate("mmc", requests=100, should_stop=3)

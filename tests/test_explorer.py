@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,20 @@ def test_timeline_shows_the_trace_and_matches_the_cli_trace_file(tmp_path):
                for c in at.main.caption)
     assert any("Chrome trace" in b.proto.label for b in at.get("download_button"))
     shown = chrome_trace(warmcore.Result.from_dict(at.session_state.timeline["result"]))
+    # each CPU's clock: a band under its row, span by span the trace's counter track
+    (gantt,) = [c for c in at.get("vega_lite_chart") if "clock (GHz)" in c.proto.spec]
+    spans = [r for r in chart_rows(gantt) if "ghz" in r]
+    t0, t1 = shown["otherData"]["window_us"]
+    counters = {}
+    for e in shown["traceEvents"]:
+        if e["ph"] == "C":
+            counters.setdefault(e["name"].split()[1], []).append((e["ts"] - t0, e["args"]["GHz"]))
+    assert counters and len(spans) >= len(counters)
+    for cpu, track in counters.items():
+        mine = sorted((r["from_us"], r["ghz"]) for r in spans
+                      if r["cpu"].split()[1] == cpu)
+        assert mine == [(a, g) for a, g in sorted(track) if a < t1 - t0], cpu
+    assert any("the band under each CPU is its clock" in c.value for c in at.main.caption)
     path = tmp_path / "setup.toml"
     path.write_text(at.session_state.toml)
     out = tmp_path / "t.json"
@@ -231,3 +246,352 @@ def test_timeline_shows_the_trace_and_matches_the_cli_trace_file(tmp_path):
                     "--set", "run.trace_events=400", "--trace", str(out)], check=True,
                    capture_output=True, cwd=ROOT)
     assert json.loads(out.read_text()) == json.loads(json.dumps(shown))
+
+
+def curve_charts(at: AppTest) -> list:
+    """The load-curve charts (their x axis is the offered load)."""
+    return [c for c in at.get("vega_lite_chart") if "offered load" in c.proto.spec]
+
+
+def chart_rows(chart) -> list[dict]:
+    """Every row of a chart's data sets (Streamlit ships them as Arrow)."""
+    import pyarrow as pa
+
+    return [r for d in chart.proto.datasets
+            for r in pa.ipc.open_stream(d.data.data).read_all().to_pylist()]
+
+
+def test_load_curves_overlay_the_pinned_baseline_and_show_deltas(monkeypatch):
+    import warmcore
+
+    at = started()
+    gen = at.session_state.gen
+    at.text_input(key=f"loads{gen}").set_value("1, 3")
+    at.button[[b.label for b in at.button].index("Compute load curves")].click().run()
+    assert not at.exception, at.exception
+    base_toml = at.session_state.toml
+    at.button[[b.label for b in at.button].index("Pin as baseline")].click().run()
+    widget(at, "number_input", "workload.service_us").set_value(17.5)
+    apply(at)
+    calls = []                          # every simulation the page asks for from here on
+    real = warmcore.compare
+
+    def counting(sc, strategies, *a, **k):
+        calls.append((sc.to_toml(), tuple(strategies), tuple(k.get("loads") or ())))
+        return real(sc, strategies, *a, **k)
+
+    monkeypatch.setattr(warmcore, "compare", counting)
+    at.text_input(key=f"loads{at.session_state.gen}").set_value("1, 3")
+    at.button[[b.label for b in at.button].index("Compute load curves")].click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    curves = at.session_state.curves
+    pairs = [(n, x) for n in ("pc", "pec", "epc") for x in (1, 3)]
+    assert [(r["strategy"], r["load"]) for r in curves["rows"]] == pairs
+    assert [(r["strategy"], r["load"]) for r in curves["base_rows"]] == pairs
+    assert curves["base_toml"] == base_toml
+    # the baseline's curves came from the cache: no simulation of the baseline ran
+    assert calls and not [c for c in calls if c[0] == base_toml], calls
+    # every curve chart overlays both runs, the baseline dashed
+    specs = curve_charts(at)
+    assert len(specs) == 3
+    for spec in specs:
+        runs = {r.get("run") for r in chart_rows(spec)}
+        assert runs == {"now", "baseline"}, runs
+        assert '"strokeDash"' in spec.proto.spec and "baseline" in spec.proto.spec
+    # and the deltas: slower service costs more CPU per request at every load
+    frames = [d.value for d in at.main.dataframe if "CPU us/req" in d.value.columns
+              and "load" in d.value.index.names]
+    assert len(frames) == 1
+    delta = frames[0]
+    assert len(delta) == len(pairs) and (delta["CPU us/req"] > 0).all()
+    assert {"p50 (us)", "p99 (us)", "CPUs", "req/s", "knee"} <= set(delta.columns)
+    assert any(m.value.startswith("**Load curves: change against the pinned baseline")
+               for m in at.markdown)
+    assert any("Baseline (dashed lines" in c.value for c in at.main.caption)
+
+
+def test_load_curves_without_a_baseline_have_one_run_only():
+    at = started()
+    at.text_input(key=f"loads{at.session_state.gen}").set_value("1, 2")
+    at.button[[b.label for b in at.button].index("Compute load curves")].click().run()
+    specs = curve_charts(at)
+    assert len(specs) == 3
+    assert all({r.get("run") for r in chart_rows(s)} == {"now"} for s in specs)
+    assert not [d for d in at.main.dataframe if "load" in d.value.index.names]
+
+
+def test_a_long_run_shows_progress_and_stop_leaves_its_partial_result():
+    at = started()
+    at.session_state["wait_s"] = 1.0              # the page stops waiting after 1 s
+    widget(at, "number_input", "req").set_value(3_000_000)
+    widget(at, "number_input", "run.warmup").set_value(0.0)     # measuring from the start
+    apply(at)
+    job = at.session_state.job
+    assert job.running                            # still going: progress and Stop shown
+    assert at.button(key="stop_run").label == "Stop"
+    assert any(c.value.startswith("Still running: simulating pc (1/3)")
+               for c in at.main.caption)
+    assert not [d for d in at.main.dataframe if "req/s" in d.value.columns]
+    at.button(key="stop_run").click().run()
+    assert not at.exception, at.exception
+    assert not job.running and job.stopped
+    df = comparison(at)
+    assert list(df.index) == ["pc (partial)"]
+    (warning,) = [w.value for w in at.warning if w.value.startswith("Stopped")]
+    assert "pc: " in warning and "of 3,000,000 measured requests" in warning
+    assert "not run: pec, epc" in warning
+    (pc,) = at.session_state.results
+    assert pc["partial"] and pc["stop_reason"] == "stopped" and 0 < pc["requests"] < 3_000_000
+    assert 0 < job.fraction < 0.5 and f"stopped at {job.fraction:.0%} of its run" in warning
+    # the partial result was not cached: running again starts the runs over
+    at.button[[b.label for b in at.button].index("Run again")].click().run()
+    assert at.session_state.job is not job and at.session_state.job.running
+    at.button(key="stop_run").click().run()
+    assert not at.exception, at.exception
+    assert list(comparison(at).index) == ["pc (partial)"]
+    assert not [b for b in at.button if b.label == "Stop"]      # the progress box is gone
+
+
+def test_a_run_stopped_in_its_warm_up_shows_no_figures():
+    at = started()
+    at.session_state["wait_s"] = 0.5
+    widget(at, "number_input", "req").set_value(3_000_000)      # 300,000 warm-up requests
+    apply(at)
+    at.button(key="stop_run").click().run()
+    assert not at.exception, at.exception
+    (warning,) = [w.value for w in at.warning if w.value.startswith("Stopped")]
+    assert "0 of 3,000,000 measured requests (still in its warm-up)" in warning
+    assert not [d for d in at.main.dataframe if "req/s" in d.value.columns]
+
+
+# -- every generated control ---------------------------------------------------------------
+
+# Paths with a control of their own above the generated ones, or none (app.OWN_CONTROL).
+OWN_CONTROL = {"seed", "machine.preset", "machine.governor", "strategy.name", "workload.kind",
+               "run.requests", "run.duration_s", "run.trace_events"}
+
+
+def generated_paths() -> list[str]:
+    """The parameters the sidebar draws a control for, on the default scenario."""
+    import warmcore
+
+    return [p.path for p in warmcore.parameters(warmcore.Scenario.load("pipeline"))
+            if p.path not in OWN_CONTROL and p.type in CONTROL_TYPES]
+
+
+CONTROL_TYPES = ("int", "float", "bool", "choice", "list", "int+list")
+
+
+# Values picked by hand where the rule below would pick an invalid value or one equal
+# to the effective default (an unset switch of a non-ideal machine is on).
+VALUES = {
+    "machine.threads_per_core": 1,                # 2 is the preset's
+    "machine.turbo": True,                        # unset: the preset's (off)
+    "machine.frequency_ghz": 2.0,                 # with the userspace governor (below)
+    "machine.governor_params.sampling_down_factor": 2.0,    # a whole multiple
+    "machine.overrides.threads_per_core": 1,      # with one SMT throughput (below)
+    "machine.overrides.v_min": 0.5,               # below v_max
+    "machine.governor_params.sampling_rate_us": 200.0,      # a sample within the run
+    # lists: the text typed into their TOML input
+    "machine.overrides.pstates_ghz": "[1.6, 2.0, 2.4]",
+    "machine.overrides.smt_throughput": "[1.0, 1.1]",
+    "server.cpus": "[0, 1]",
+    "producer.cpus": "[2]",
+    "consumer.cpus": "[3]",
+    "work.program": "[{service_share = 0.5}, {compute_us = 20.0}, {service_share = 0.5}]",
+}
+LISTS = ("list", "int+list")
+# Controls set up before the one under test, so that its other value is valid.
+PREPARE = {"machine.frequency_ghz": {"gov": "userspace", "machine.frequency_ghz": 3.4}}
+# Controls set in the same Apply as the one under test, which cannot change alone.
+TOGETHER = {"machine.overrides.threads_per_core": {"machine.overrides.smt_throughput": "[1.0]"}}
+# Controls whose other value legitimately leaves this setup's numbers alone (pc, 400
+# requests of the pipeline scenario: one saturating connection on an i7-3770, about
+# 8 ms simulated); the scenario still changes (asserted), the figures need not.
+SHORT_RUN = "the 400-request run (about 8 ms simulated) ends before the governor's 10 ms sample"
+TOP_CLOCK = ("one core is always busy: ondemand's package-wide load is 100%, so it "
+             "holds the top clock whatever its tunables")
+ONE_THREAD = "pc serves the one connection on one thread on one core"
+SAME_NUMBERS = {
+    "run.max_in_flight": "the cap is far above the one request in flight",
+    "work.invocation": "pc runs every task in the thread that produced it, whatever its "
+                       "invocation type (it matters to pec and epc)",
+    "server.threads": ONE_THREAD + ": more threads find nothing to do",
+    "producer.threads": "the pipeline scenario has no producer process",
+    "consumer.threads": "the pipeline scenario has no consumer process",
+    "strategy.params.max_threads": "the pool never grows to 200 threads",
+    "strategy.params.idle_timeout_s": "no thread idles 60 s in an 8 ms run",
+    "machine.governor_params.up_threshold": TOP_CLOCK,
+    "machine.governor_params.sampling_rate_us": TOP_CLOCK,
+    "machine.governor_params.sampling_down_factor": TOP_CLOCK,
+    "machine.effects.dvfs": TOP_CLOCK + "; without DVFS the clock is fixed at the top",
+    "workload.serial": "pc takes the one connection's requests one after another either way",
+    "machine.overrides.freq_domain": SHORT_RUN + " (no clock changes to share)",
+    "machine.overrides.default_governor": SHORT_RUN + " (every governor starts at the "
+                                                       "same clock)",
+    "machine.overrides.transition_latency_us": SHORT_RUN + " (no transition)",
+    "machine.overrides.c2c_smt_ns": ONE_THREAD + ": no line moves between SMT siblings",
+    "machine.overrides.c2c_cross_llc_ns": "one LLC: no line moves between LLCs",
+    "machine.overrides.c2c_socket_ns": "one socket: no line moves between sockets",
+    "machine.overrides.futex_wake_us": ONE_THREAD + ": no thread wakes another",
+    "machine.overrides.wake_latency_idle_us": ONE_THREAD + ": the busy core never idles",
+    "machine.overrides.extra.cstate_deep_after_us": ONE_THREAD + ": no core sleeps",
+    "machine.overrides.tdp_w": "one busy core draws far less than the power limit",
+    "producer.cpus": "the pipeline scenario has no producer process",
+    "consumer.cpus": "the pipeline scenario has no consumer process",
+    "machine.overrides.smt_throughput": ONE_THREAD + ": its SMT sibling is never busy",
+}
+
+
+def other_value(p):
+    """A valid value other than the parameter's own."""
+    if p.path in VALUES:
+        return VALUES[p.path]
+    if p.type == "choice":
+        return next(c for c in p.choices if c != p.value)
+    if p.type == "bool":
+        return False if p.value is None else not p.value
+    v = p.value if p.value is not None else p.default
+    if p.type == "int":
+        v = 1 if v is None else v
+        tries = [v + 1, v - 1, 2, 1]
+    else:
+        v = 1.0 if v is None else float(v)
+        tries = [v * 1.5 if v else 1.0, v * 0.5, v + 1.0]
+    for x in tries:
+        try:
+            p.check(x)
+        except ValueError:
+            continue
+        if x != p.value:
+            return x
+    raise AssertionError(f"no other valid value for {p.path}")
+
+
+def control_widget(at: AppTest, p):
+    key = f"p{at.session_state.gen}:{p.path}"
+    if p.type in LISTS:
+        return at.text_input(key=key)
+    if p.type == "choice" or (p.type == "bool" and p.optional):
+        return at.selectbox(key=key)
+    if p.type == "bool":
+        return at.checkbox(key=key)
+    return at.number_input(key=key)
+
+
+def small_setup(path: str = "") -> AppTest:
+    """The defaults, one strategy at 400 requests: each control's run is quick."""
+    at = started()
+    widget(at, "multiselect", "strategies").set_value(["pc"])
+    widget(at, "number_input", "req").set_value(400)
+    set_controls(at, PREPARE.get(path, {}))
+    return apply(at)
+
+
+def set_controls(at: AppTest, values: dict) -> None:
+    for key, value in values.items():
+        kind = "selectbox" if "." not in key else \
+            "text_input" if isinstance(value, str) else "number_input"
+        widget(at, kind, key).set_value(value)
+
+
+def at_path(data: dict, path: str):
+    """The value at a dotted path of a scenario's TOML data (None: not set)."""
+    for k in path.split("."):
+        data = data.get(k) if isinstance(data, dict) else None
+    return data
+
+
+def test_every_generated_control_is_exercised_below():
+    at = started()
+    prefix = f"p{at.session_state.gen}:"
+    keys = {w.key.removeprefix(prefix)
+            for kind in ("number_input", "selectbox", "checkbox", "text_input")
+            for w in getattr(at, kind) if w.key and w.key.startswith(prefix)}
+    assert keys == set(generated_paths())
+
+
+@pytest.mark.parametrize("path", generated_paths())
+def test_each_generated_control_changes_the_scenario_and_reruns(path):
+    import warmcore
+
+    at = small_setup(path)
+    toml, job, before = at.session_state.toml, at.session_state.job, at.session_state.results
+    p = {q.path: q for q in warmcore.parameters(warmcore.Scenario.from_toml(toml))}[path]
+    value = other_value(p)
+    control_widget(at, p).set_value(value)
+    set_controls(at, TOGETHER.get(path, {}))
+    apply(at)
+    if p.type in LISTS:                              # the text, read as TOML
+        value = tomllib.loads(f"v = {value}")["v"]
+    got = at_path(tomllib.loads(at.session_state.toml), path)
+    if path == "work.program":          # the TOML writes each step's defaults too
+        got = [{k: step[k] for k in want} for step, want in zip(got, value, strict=True)]
+    assert got == value, (path, p.value, value, got)
+    assert at.session_state.job is not job                       # the comparison reran
+    assert at.session_state.job.key == (at.session_state.toml, ("pc",))
+    after = at.session_state.results
+    if path in SAME_NUMBERS:
+        assert at.session_state.toml != toml
+    else:
+        assert after != before, (path, value)
+
+
+# -- list-valued settings: a TOML text input each ------------------------------------------
+
+def test_a_list_setting_is_typed_as_toml_and_applied():
+    at = started()
+    before = comparison(at)
+    box = widget(at, "text_input", "machine.overrides.pstates_ghz")
+    assert box.value.startswith("[1.6, 1.7, ") and box.value.endswith(", 3.4]")
+    box.set_value("[1.2, 1.8]")
+    apply(at)
+    assert tomllib.loads(at.session_state.toml)["machine"]["overrides"]["pstates_ghz"] == \
+        [1.2, 1.8]
+    after = comparison(at)
+    assert (after["GHz"] <= 1.8 + 1e-9).all() and (before["GHz"] > 1.8).any()
+    # the input now shows the applied list, and applying again changes nothing
+    assert widget(at, "text_input", "machine.overrides.pstates_ghz").value == "[1.2, 1.8]"
+    toml = at.session_state.toml
+    apply(at)
+    assert at.session_state.toml == toml
+
+
+def test_a_request_program_and_a_cpu_set_are_typed_as_toml():
+    at = started()
+    widget(at, "text_input", "work.program").set_value(
+        '[{service_share = 1.0}, {call_us = 50.0, distribution = "exponential"}]')
+    widget(at, "text_input", "server.cpus").set_value("[0, 2]")
+    apply(at)
+    data = tomllib.loads(at.session_state.toml)
+    assert data["server"]["cpus"] == [0, 2]
+    assert [s.get("call_us") for s in data["work"]["program"]] == [None, 50.0]
+    df = comparison(at)
+    assert (df["CPUs"] > 0).all()
+    assert widget(at, "text_input", "work.program").value == \
+        '[{service_share = 1.0}, {call_us = 50.0, distribution = "exponential"}]'
+    # emptied, an optional list is unset again
+    widget(at, "text_input", "server.cpus").set_value("")
+    apply(at)
+    assert "cpus" not in tomllib.loads(at.session_state.toml).get("server", {})
+
+
+@pytest.mark.parametrize("path, text, expect", [
+    ("machine.overrides.pstates_ghz", "[1.6, oops",
+     "machine.overrides.pstates_ghz: '[1.6, oops' is not a TOML value ("),
+    ("server.cpus", "[0, 1", "server.cpus: '[0, 1' is not a TOML value ("),
+    ("server.cpus", '"all"', "server.cpus: "),
+    ("work.program", "[{acquire = 'db'}]", "work.program"),
+    ("machine.overrides.pstates_ghz", "", "machine.overrides.pstates_ghz: needs a value"),
+])
+def test_a_bad_list_is_one_line_and_keeps_the_setup(path, text, expect):
+    at = started()
+    toml = at.session_state.toml
+    widget(at, "text_input", path).set_value(text)
+    at.button[[b.label for b in at.button].index("Apply")].click().run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith(expect) and "\n" not in errors[0], errors
+    assert at.session_state.toml == toml
+    assert list(comparison(at).index) == ["pc", "pec", "epc"]

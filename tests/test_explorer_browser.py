@@ -66,6 +66,9 @@ def test_explorer_renders_in_chromium(tmp_path):
                 table = page.locator('[data-testid="stDataFrame"]')
                 table.first.wait_for(timeout=60_000)
                 page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(timeout=60_000)
+                # pin the defaults as the baseline: the load curves below overlay them
+                page.get_by_role("button", name="Pin as baseline").click()
+                page.get_by_role("button", name="Clear baseline").wait_for(timeout=60_000)
                 # change a control in the form and apply it
                 seed = page.get_by_label("Seed")
                 seed.fill("7")
@@ -79,7 +82,7 @@ def test_explorer_renders_in_chromium(tmp_path):
                 page.screenshot(path=str(top))
                 # the load curves, with their progress bar, then three more charts
                 page.get_by_role("button", name="Compute load curves").click()
-                page.get_by_text("Knee (dashed)").first.wait_for(timeout=120_000)
+                page.get_by_text("Knee (dotted)").first.wait_for(timeout=120_000)
                 charts = page.locator('[data-testid="stVegaLiteChart"]')
                 page.wait_for_function(
                     "document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')"
@@ -91,6 +94,12 @@ def test_explorer_renders_in_chromium(tmp_path):
                     ".length >= 5", timeout=60_000)
                 page.get_by_text("Download as Chrome trace").first.wait_for(timeout=60_000)
                 page.wait_for_timeout(1500)
+                assert page.get_by_text("Load curves: change against the pinned baseline")\
+                    .count() == 1
+                charts.nth(1).scroll_into_view_if_needed()
+                page.screenshot(path=str(tmp_path / "explorer-curves.png"))
+                charts.last.scroll_into_view_if_needed()
+                charts.last.screenshot(path=str(tmp_path / "explorer-timeline.png"))
                 shot = tmp_path / "explorer.png"
                 page.screenshot(path=str(shot), full_page=True)
                 assert shot.stat().st_size > 10_000
@@ -99,6 +108,18 @@ def test_explorer_renders_in_chromium(tmp_path):
                 assert table.count() >= 2
                 assert charts.count() >= 5
                 assert page.get_by_text("Comparison").count() >= 1
+                # a long run: progress and a Stop button; the click interrupts the
+                # page's wait and the next script run stops the runs
+                page.get_by_role("spinbutton", name="Requests").fill("3000000")
+                page.get_by_role("button", name="Apply").click()
+                page.get_by_role("button", name="Stop").click(timeout=60_000)
+                page.get_by_text("Stopped: partial result").first.wait_for(timeout=60_000)
+                page.wait_for_timeout(1000)
+                stopped = tmp_path / "explorer-stopped.png"
+                page.screenshot(path=str(stopped))
+                assert page.locator('[data-testid="stException"]').count() == 0
+                assert page.get_by_role("button", name="Stop").count() == 0
+                assert page.get_by_role("button", name="Run again").count() == 1
                 if os.environ.get("WARMCORE_SCREENSHOT"):     # for docs/: top and bottom
                     copy = Path(os.environ["WARMCORE_SCREENSHOT"])
                     copy.write_bytes(top.read_bytes())

@@ -76,18 +76,24 @@ def test_rerun_skips_finished_points(tmp_path, monkeypatch):
     assert len(count.read_text().split()) == 12
 
 
-def test_sigkill_of_the_driver_loses_nothing_finished(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "Ctrl-C"])
+def test_a_driver_killed_or_interrupted_loses_nothing_finished(tmp_path, sig):
+    """SIGKILL of the driver and its pool, or Ctrl-C (SIGINT to the process group, as a
+    terminal sends it): rerun, every point appears once and nothing is recomputed."""
     spec = write_spec(tmp_path, num=40)            # 3 x 40 points x 2 replications
     out, count = tmp_path / "out", tmp_path / "count"
     env = dict(os.environ, WARMCORE_SWEEP_COUNT=str(count))
     cmd = [sys.executable, "-m", "warmcore.cli", "sweep", str(spec), "--out", str(out),
            "--workers", "2", "--quiet"]
-    p = subprocess.Popen(cmd, env=env, start_new_session=True)
+    p = subprocess.Popen(cmd, env=env, start_new_session=True, stderr=subprocess.PIPE,
+                         text=True)
     deadline = time.time() + 60
     while time.time() < deadline and len(list(out.glob("part-*.parquet"))) < 3:
         time.sleep(0.05)
-    os.killpg(p.pid, signal.SIGKILL)                # the driver and its pool
-    p.wait()
+    os.killpg(p.pid, sig)
+    _, err = p.communicate(timeout=60)
+    if sig == signal.SIGINT:                        # it stops by itself, quietly
+        assert p.returncode == 130 and "Traceback" not in err, err[-2000:]
     before = rows(out)
     assert 0 < len(before) < 240
     ran_before = len(count.read_text().split())
@@ -96,7 +102,7 @@ def test_sigkill_of_the_driver_loses_nothing_finished(tmp_path):
     assert len(after) == 240 and not after.duplicated(["point_id", "replication"]).any()
     ran_after = len(count.read_text().split())
     # Nothing finished was recomputed: the rerun ran exactly the rows that were missing
-    # (plus those of batches in flight when killed, which had not been written).
+    # (plus those of batches in flight when stopped, which had not been written).
     assert ran_after - ran_before == 240 - len(before)
 
 

@@ -29,45 +29,58 @@ def as_scenario(scenario: ScenarioLike) -> Scenario:
 
 
 def simulate(scenario: ScenarioLike, seed: int | None = None, requests: int | None = None,
-             duration: float | None = None, max_wall: float | None = None) -> Result:
+             duration: float | None = None, max_wall: float | None = None,
+             should_stop: Callable[[float], bool] | None = None) -> Result:
     """Run a scenario (all its replications) and return its result.
 
     ``seed`` replaces the scenario's seed; ``requests`` or ``duration`` (simulated
     seconds) replace its run length. The same scenario and seed give the same
     result bit for bit. ``max_wall`` bounds the call's wall-clock seconds: past it
-    the run ends early and the result has ``partial=True`` (and a warning)."""
+    the run ends early and the result has ``partial=True`` (and a warning).
+    ``should_stop(fraction_done)`` is called about every 50 ms of wall time with the
+    fraction of the run done (0..1, for a progress bar); returning True ends the run
+    there the same way, with ``stop_reason == "stopped"``. Neither changes a run that
+    they do not end: its result is the same bit for bit."""
     sc = as_scenario(scenario)
     if requests is not None or duration is not None:
         sc = sc.with_(requests=requests, duration_s=duration)
-    return Result.from_dict(build.simulate(sc, seed, max_wall=max_wall))
+    return Result.from_dict(build.simulate(sc, seed, max_wall=max_wall,
+                                           should_stop=should_stop))
 
 
 def compare(scenario: ScenarioLike, strategies: Iterable[str],
             loads: Iterable[float] | None = None, seed: int | None = None,
             requests: int | None = None, duration: float | None = None,
             progress: Callable[[Result], None] | None = None,
-            max_wall: float | None = None) -> list[Result]:
+            max_wall: float | None = None,
+            should_stop: Callable[[float], bool] | None = None) -> list[Result]:
     """One result per strategy (and per offered load, if given), in that order.
 
     Every run uses the same seed, so all strategies see the same arrivals and
     service demands (common random numbers). A load sets the open-loop rate, the
     closed-loop clients, the saturating connections or the batch jobs
     (``warmcore.comparison.load_field``). ``max_wall`` bounds each run's wall-clock
-    seconds, as in ``simulate``."""
+    seconds, as in ``simulate``. ``should_stop(fraction_done)`` as in ``simulate``,
+    the fraction of all the runs done; a run it stops is the last one returned."""
     sc = as_scenario(scenario)
     if requests is not None or duration is not None:
         sc = sc.with_(requests=requests, duration_s=duration)
     results = []
     load_list = list(loads) if loads is not None else [None]
-    for name in strategies:
-        for load in load_list:
-            r = simulate(with_strategy(sc, name, load), seed=seed, max_wall=max_wall)
-            if load is not None:
-                r = r.model_copy(update={"load": load})
-                r.model_fields_set.add("load")
-            results.append(r)
-            if progress:
-                progress(r)
+    jobs = [(name, load) for name in strategies for load in load_list]
+    for i, (name, load) in enumerate(jobs):
+        ask = None if should_stop is None else \
+            (lambda f, i=i: should_stop((i + f) / len(jobs)))
+        r = simulate(with_strategy(sc, name, load), seed=seed, max_wall=max_wall,
+                     should_stop=ask)
+        if load is not None:
+            r = r.model_copy(update={"load": load})
+            r.model_fields_set.add("load")
+        results.append(r)
+        if progress:
+            progress(r)
+        if r.stop_reason == "stopped":
+            break
     return results
 
 

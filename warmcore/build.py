@@ -115,29 +115,38 @@ def _stretch_smt(curve, k):
     return tuple(curve[:k])
 
 
-def simulate(cfg: Scenario, seed: int | None = None, max_wall: float | None = None) -> dict:
+def simulate(cfg: Scenario, seed: int | None = None, max_wall: float | None = None,
+             should_stop=None) -> dict:
     """Run one scenario (all replications) and return the result as a plain dict.
 
     ``max_wall``: a wall-clock budget in seconds for the whole call; when it runs out
     the run in progress stops, the replications not begun are left out, and the
-    result says ``partial``."""
+    result says ``partial``. ``should_stop(fraction_done) -> bool``: asked about every
+    WATCHDOG_WALL_S of wall time with the fraction of the call done (0..1); True
+    stops it the same way (stop_reason "stopped")."""
     deadline = _deadline(max_wall)
+    if should_stop is not None and not callable(should_stop):
+        raise ConfigError("should_stop", f"must be callable (got {should_stop!r})")
     reps = cfg.run.replications
     base = cfg.seed if seed is None else seed
     if reps == 1:
-        return simulate_once(cfg, base, deadline)
+        return simulate_once(cfg, base, deadline, should_stop)
     seeds = np.random.SeedSequence(base).generate_state(reps).tolist()
     runs = []
-    for s in seeds:
-        runs.append(simulate_once(cfg, int(s), deadline))
+    for i, s in enumerate(seeds):
+        ask = None if should_stop is None else \
+            (lambda f, i=i: should_stop((i + f) / reps))
+        runs.append(simulate_once(cfg, int(s), deadline, ask))
         if runs[-1].get("partial"):
             break
     out = combine_replications(runs)
     if any(r.get("partial") for r in runs) or len(runs) < reps:
         out["partial"] = True
     if len(runs) < reps:
+        why = "it was stopped" if runs[-1]["stop_reason"] == "stopped" else \
+            "the wall-clock budget ran out"
         out["warnings"] = [*out["warnings"], f"partial: {len(runs)} of {reps} replications "
-                           "ran before the wall-clock budget ran out"]
+                           f"ran before {why}"]
     return out
 
 
@@ -149,12 +158,15 @@ def _deadline(max_wall: float | None) -> float:
     return time.monotonic() + max_wall
 
 
-def simulate_once(cfg: Scenario, seed: int, deadline: float = math.inf) -> dict:
+def simulate_once(cfg: Scenario, seed: int, deadline: float = math.inf,
+                  should_stop=None) -> dict:
     """One replication: build, run to the limit (or to the wall-clock ``deadline``, a
-    time.monotonic() value), and report."""
+    time.monotonic() value, or until ``should_stop(fraction_done)`` is true), and
+    report."""
     ctx = build(cfg, seed)
-    if deadline != math.inf:
+    if deadline != math.inf or should_stop is not None:
         ctx.recorder.deadline = deadline
+        ctx.recorder.should_stop = should_stop
         ctx.env.process(_watchdog(ctx.env, ctx.recorder))
     return finish(ctx, run_built(ctx))
 
@@ -163,11 +175,11 @@ WATCHDOG_WALL_S = 0.05      # aim: one wall-clock check per 50 ms of computing
 
 
 def _watchdog(env, rec):
-    """Checks the wall-clock budget as simulated time passes, at a simulated interval
-    that adapts so a check comes about every WATCHDOG_WALL_S of wall time (the
-    recorder checks too, every few thousand requests, for runs whose simulated time
-    barely moves). It leaves when it is the last thing scheduled, so a stalled run
-    still ends as stalled."""
+    """Checks the wall-clock budget (and asks should_stop) as simulated time passes,
+    at a simulated interval that adapts so a check comes about every WATCHDOG_WALL_S
+    of wall time (the recorder checks too, every few thousand requests, for runs
+    whose simulated time barely moves). It leaves when it is the last thing
+    scheduled, so a stalled run still ends as stalled."""
     interval = 1e-4
     last = time.monotonic()
     while not rec.stopped:
@@ -312,6 +324,8 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
     if rec.stop_reason == "wall-clock budget":
         warnings.append(f"partial: the wall-clock budget ran out after {rec.measured} "
                         "measured requests")
+    if rec.stop_reason == "stopped":
+        warnings.append(f"partial: stopped after {rec.measured} measured requests")
     offered = _offered_rate(cfg)
     thr = n / window if window > 0 else 0.0
     if cfg.workload.kind != "batch":
@@ -370,7 +384,12 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
     if rec.partial:
         res["partial"] = True
     if kernel.trace is not None:
-        res["trace"] = [list(e) for e in kernel.trace]
+        rows = [list(e) for e in kernel.trace]
+        if rows:        # each CPU's clock at the window's start, then the window
+            t0 = min(r[0] for r in rows)
+            rows[:0] = [[t0, c, -1, "clock", ghz, 0.0, -1]
+                        for c, ghz in enumerate(kernel.trace.ghz0)]
+        res["trace"] = rows
     return res
 
 

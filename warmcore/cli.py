@@ -114,6 +114,8 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
         print(f"warmcore: {e}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
+        print("warmcore: interrupted (finished work is kept; rerun the same command to "
+              "go on)", file=sys.stderr)
         return 130
 
 

@@ -33,8 +33,18 @@ def make_executor(workers: int | None = None, scheduler: str | None = None):
     if workers is not None and workers < 1:
         raise ConfigError("--workers", "must be at least 1")
     n = workers or len(os.sched_getaffinity(0))
-    with ProcessPoolExecutor(max_workers=n) as ex:
+    with ProcessPoolExecutor(max_workers=n, initializer=_ignore_interrupts) as ex:
         yield ex
+
+
+def _ignore_interrupts() -> None:
+    """Pool workers leave Ctrl-C to the driver: a terminal sends SIGINT to the whole
+    process group, and each worker would otherwise die printing a traceback. The
+    driver stops submitting, lets the batches in flight finish and be written, and
+    exits with 130 (warmcore.cli)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextlib.contextmanager

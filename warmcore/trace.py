@@ -1,12 +1,15 @@
 """A run's kernel trace as a Chrome trace-event file (the JSON that Perfetto UI and
 chrome://tracing open): one track per CPU and one per thread, flow arrows where a
 request passes from one thread to another (the wake-up of the thread that takes it
-over), an instant mark where a thread migrates.
+over), an instant mark where a thread migrates, and a counter track per CPU of its
+clock (GHz): its value at the window's start and each change the governor made.
 
 The trace is the run's last ``run.trace_events`` kernel events (a bounded deque in
 the kernel), so the file's size is bounded whatever the run length; the window it
 covers and the cap are stated in the file (``otherData``). Event rows are as
-docs/formats.md describes ``trace``: ``[t, cpu, thread, kind, label, duration, request]``.
+docs/formats.md describes ``trace``: ``[t, cpu, thread, kind, label, duration, request]``
+(kinds ``dispatch``, ``run``; ``freq``, a CPU's clock change, and ``clock``, its clock
+at the window's start, carry the GHz in the label's place).
 
     warmcore run pipeline --trace pipeline.json     # the CLI writes the same file
 """
@@ -36,9 +39,18 @@ def chrome_trace(result: Result) -> dict:
     last_cpu: dict[int, int] = {}          # thread -> CPU of its previous slice
     last_slice: dict[int, tuple] = {}      # request -> (thread, ts) of its previous slice
     flow = 0
+    clock: dict[int, list] = {}            # CPU -> its counter events, in time order
     for t, cpu, tid, kind, label, dur, rid in sorted(rows, key=lambda r: r[0]):
         ts, d = t * 1e6, dur * 1e6          # microseconds
         cpus.add(cpu)
+        if kind in ("clock", "freq"):       # the CPU's clock then / its change: a counter
+            track = clock.setdefault(cpu, [])
+            if track and track[-1]["ts"] == ts:
+                track[-1]["args"]["GHz"] = label     # changed again at the same instant
+            else:
+                track.append({"ph": "C", "cat": "clock", "name": f"CPU {cpu} clock",
+                              "pid": CPU_PID, "ts": ts, "args": {"GHz": label}})
+            continue
         threads.add(tid)
         if kind == "dispatch":
             if d > 0:                       # the thread waits for its CPU to wake up
@@ -68,6 +80,8 @@ def chrome_trace(result: Result) -> dict:
                                "id": flow, "pid": THREAD_PID, "tid": tid, "ts": ts})
             last_slice[rid] = (tid, ts)
     clipped = _clip(events)
+    for cpu in sorted(clock):
+        events.extend(clock[cpu])
     ghz = result.cpu_ghz or []
     for cpu in sorted(cpus):
         clock = f" ({ghz[cpu]:.2f} GHz mean)" if cpu < len(ghz) else ""
@@ -80,6 +94,7 @@ def chrome_trace(result: Result) -> dict:
                        "args": {"name": f"thread {tid}"}})
     starts = [r[0] for r in rows]
     ends = [r[0] + r[5] for r in rows]
+    events_kept = sum(1 for r in rows if r[3] != "clock")
     return {
         "traceEvents": events,
         "displayTimeUnit": "ns",
@@ -87,9 +102,12 @@ def chrome_trace(result: Result) -> dict:
             "generator": "warmcore",
             "scenario": result.scenario, "strategy": result.strategy,
             "machine": result.machine, "seed": result.seed,
-            "kernel_events": len(rows),
+            "kernel_events": events_kept,
+            "clock_changes": sum(1 for r in rows if r[3] == "freq"),
             "note": "the run's last kernel events (run.trace_events caps them), not the "
-                    "whole run; times in simulated microseconds from the start of the run",
+                    "whole run; times in simulated microseconds from the start of the run; "
+                    "a counter track per CPU ('CPU n clock', GHz) from the window's start, "
+                    "with each change of its clock (governor decisions)",
             "window_us": [min(starts) * 1e6, max(ends) * 1e6] if rows else None,
             "clipped_slices": clipped,
             "clipping": "a slice is cut where the next slice of its CPU or thread starts (a "
