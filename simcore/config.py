@@ -8,6 +8,7 @@ overrides. Every error becomes one line naming the field and the reason
 from __future__ import annotations
 
 import copy
+import os
 import re
 import tomllib
 from collections.abc import Sequence
@@ -488,7 +489,15 @@ def read_text(path: str | Path, field: str, max_bytes: int = MAX_FILE_BYTES) -> 
     byte otherwise); every failure a ConfigError naming ``field`` and the file."""
     try:
         with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+            # the size first, then chunks: read(max_bytes + 1) would reserve the whole
+            # limit at once (256 MiB for a trace file) however small the file
+            if os.fstat(f.fileno()).st_size > max_bytes:
+                raise ConfigError(field, f"{path}: larger than {max_bytes:,} bytes")
+            chunks, size = [], 0
+            while size <= max_bytes and (chunk := f.read(1 << 20)):   # a pipe has no size
+                chunks.append(chunk)
+                size += len(chunk)
+            data = b"".join(chunks)
     except OSError as e:
         raise ConfigError(field, f"{path}: cannot read ({e.strerror})") from None
     if len(data) > max_bytes:
