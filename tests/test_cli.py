@@ -193,3 +193,16 @@ def test_same_seed_same_json_across_processes_and_hash_seeds(args):
         return p.stdout
 
     assert once(1) == once(2)
+
+
+def test_a_reader_that_goes_away_is_not_an_error():
+    """`warmcore ... | head`: the pipe closes early (the JSON with its trace rows is
+    far more than a pipe holds); no traceback."""
+    import subprocess
+    import sys
+
+    p = subprocess.run(f"{sys.executable} -m warmcore.calibration.cli run pipeline "
+                       "--requests 200 --set run.trace_events=20000 --json | head -c 10",
+                       shell=True, capture_output=True,
+                       text=True, timeout=120)
+    assert "Traceback" not in p.stderr and "Broken pipe" not in p.stderr, p.stderr

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 
@@ -113,6 +114,10 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
     except (UsageError, ConfigError) as e:
         print(f"warmcore: {e}", file=sys.stderr)
         return USAGE_ERROR
+    except BrokenPipeError:
+        # the reader went away (`warmcore ... | head`): nothing more to say to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("warmcore: interrupted (finished work is kept; rerun the same command to "
               "go on)", file=sys.stderr)
@@ -253,7 +258,6 @@ def cmd_sweep_report(args) -> int:
 def cmd_explore(args) -> int:
     """``streamlit run`` on the installed app (warmcore/app.py), loopback only, headless."""
     import importlib.util
-    import os
     from pathlib import Path
 
     if importlib.util.find_spec("streamlit") is None:
