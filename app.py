@@ -366,12 +366,17 @@ def sidebar(sc: warmcore.Scenario) -> None:
         st.session_state.error = None
         set_setup(builtin(base))
         st.rerun()
-    upload = sb.file_uploader(f"...or upload a scenario TOML (at most {MAX_UPLOAD_BYTES // 1024} "
-                              "KiB)", type=["toml"], key="upload")
+    upload = sb.file_uploader(f"...or upload a scenario TOML, or a calibration's PARAMS.toml "
+                              f"(at most {MAX_UPLOAD_BYTES // 1024} KiB)", type=["toml"],
+                              key="upload")
     if upload is not None and upload.file_id != st.session_state.upload_seen:
         st.session_state.upload_seen = upload.file_id
         handle_upload(upload.name, upload.getvalue())
         st.rerun()
+    fitted = st.session_state.get("fitted")
+    if fitted:
+        sb.info(f"fitted values from {fitted['name']}: " + ", ".join(
+            f"{k} = {v:.4g}" for k, v in fitted["values"].items()))
 
     params = warmcore.parameters(sc)
     with sb.form("setup"):
@@ -479,6 +484,9 @@ def handle_upload(name: str, data: bytes) -> None:
         st.session_state.error = (f"{name}: {len(data):,} bytes, more than the "
                                   f"{MAX_UPLOAD_BYTES:,} allowed")
         return
+    if _is_params(data):
+        handle_params(name, data)
+        return
     try:
         sc = warmcore.Scenario.from_toml(data)  # UTF-8 (else the byte offset), valid TOML
         all_strategies()[sc.strategy.name]     # noqa: B018 (known strategy?)
@@ -491,6 +499,28 @@ def handle_upload(name: str, data: bytes) -> None:
         return
     st.session_state.error = None
     st.session_state.base = None
+    set_setup(sc)
+
+
+def _is_params(data: bytes) -> bool:
+    """A calibration's PARAMS.toml (warmcore calibrate --out), not a scenario."""
+    return b"unit_cov" in data and b"[values]" in data
+
+
+def handle_params(name: str, data: bytes) -> None:
+    """An uploaded PARAMS.toml: its fitted values applied to the current setup (as
+    ``warmcore run --params`` does); one line if they do not fit it, setup kept."""
+    from warmcore.calibration.params import apply_params, check_params
+    from warmcore.simcore.config import decode_utf8
+
+    try:
+        params = check_params(decode_utf8(data, "--params"), name)
+        sc = apply_params(warmcore.Scenario.from_toml(st.session_state.toml), params)
+    except warmcore.ConfigError as e:
+        st.session_state.error = f"{name}: {e.field}: {e.reason}"
+        return
+    st.session_state.error = None
+    st.session_state.fitted = {"name": name, "values": params["values"]}
     set_setup(sc)
 
 

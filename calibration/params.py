@@ -6,6 +6,7 @@ every data file and the warmcore version."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import tomli_w
@@ -47,11 +48,20 @@ def write_params(cal, path: str | Path) -> None:
 
 
 def load_params(path: str | Path) -> dict:
-    doc = parse_toml(read_text(path, "--params"), f"--params: {path}")
+    return check_params(read_text(path, "--params"), str(path))
+
+
+def check_params(text: str, name: str) -> dict:
+    """The PARAMS.toml document in ``text`` (``name`` for messages)."""
+    doc = parse_toml(text, f"--params: {name}")
     missing = [k for k in REQUIRED if k not in doc]
     if missing:
-        raise ConfigError("--params", f"{path}: not a warmcore PARAMS.toml (no "
+        raise ConfigError("--params", f"{name}: not a warmcore PARAMS.toml (no "
                           f"{', '.join(missing)})")
+    if not isinstance(doc["values"], dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            for v in doc["values"].values()):
+        raise ConfigError("--params", f"{name}: values must be finite numbers")
     return doc
 
 

@@ -123,7 +123,9 @@ def test_calibrate_writes_params_that_run_and_predict_apply(tmp_path, capsys):
     v = doc["values"]["workload.service_us"]
     assert v == pytest.approx(30, rel=0.05) and doc["warmcore_version"] == warmcore.__version__
     assert doc["measurements"] == ["synthetic"] and len(doc["spec_digest"]) == 16
-    assert "vegaEmbed" in (tmp_path / "r.html").read_text()
+    page = (tmp_path / "r.html").read_text()
+    assert "vegaEmbed" in page and "Predictions from the fit" in page
+    assert all(f"<td>{s}</td>" in page for s in ("pc", "pec", "epc"))
     # run --params == run --set with the fitted value
     assert main(["run", "pipeline", "--params", str(out), "--requests", "500", "--json"]) == 0
     a = json.loads(capsys.readouterr().out)
@@ -169,3 +171,17 @@ def test_a_sweep_of_a_calibrated_model_applies_the_fitted_values(tmp_path, fitte
     same = read_results(tmp_path / "b")
     assert got["throughput_rps"].iloc[0] == same["throughput_rps"].iloc[0]
     assert got["seed"].iloc[0] == same["seed"].iloc[0]
+
+
+def test_a_fit_is_the_same_on_one_worker_two_workers_and_a_dask_cluster(fitted):
+    """Evaluations go through the sweeps' executor: the local pool or a Dask cluster
+    by address; common random numbers make the fit the same wherever it runs."""
+    import distributed
+
+    spec = fitted.spec
+    two = Calibrator(spec, workers=2).fit()
+    assert two.values == fitted.values and two.evaluations == fitted.evaluations
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, host="127.0.0.1") as cluster:
+        on_dask = Calibrator(spec, scheduler=cluster.scheduler_address).fit()
+    assert on_dask.values == fitted.values

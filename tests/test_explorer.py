@@ -595,3 +595,30 @@ def test_a_bad_list_is_one_line_and_keeps_the_setup(path, text, expect):
     assert len(errors) == 1 and errors[0].startswith(expect) and "\n" not in errors[0], errors
     assert at.session_state.toml == toml
     assert list(comparison(at).index) == ["pc", "pec", "epc"]
+
+
+def test_an_uploaded_params_file_applies_its_fitted_values(tmp_path):
+    """A calibration's PARAMS.toml (warmcore calibrate --out) applies its fitted values
+    to the current setup, as `warmcore run --params` does; a broken one is one line."""
+    import tomli_w
+
+    import warmcore
+
+    at = started()
+    doc = {"values": {"workload.service_us": 17.5, "work.code_kib": 80.0},
+           "fit": [{"path": "workload.service_us", "lo": 5.0, "hi": 80.0, "log": True},
+                   {"path": "work.code_kib", "lo": 8.0, "hi": 512.0, "log": True}],
+           "unit_optimum": [0.4, 0.5], "unit_cov": [[0.01, 0.0], [0.0, 0.01]]}
+    at.file_uploader(key="upload").set_value(
+        ("p.toml", tomli_w.dumps(doc).encode(), "application/toml")).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    sc = warmcore.Scenario.from_toml(at.session_state.toml)
+    assert sc.workload.service_us == 17.5 and sc.work.code_kib == 80.0
+    assert any("fitted values from p.toml" in i.value for i in at.sidebar.info)
+    doc["values"]["workload.nope"] = 1.0
+    at.file_uploader(key="upload").set_value(
+        ("q.toml", tomli_w.dumps(doc).encode(), "application/toml")).run()
+    assert [e.value for e in at.error] == [
+        "q.toml: --params: workload.nope is not a parameter of scenario 'pipeline'"]
+    assert warmcore.Scenario.from_toml(at.session_state.toml).workload.service_us == 17.5
