@@ -293,3 +293,48 @@ def test_automatic_batches_aim_at_half_a_second_of_work_and_shrink_at_the_end():
 def test_batch_does_not_change_the_spec_hash_or_the_seeds(tmp_path):
     spec = load_spec(write_spec(tmp_path))
     assert spec.model_copy(update={"batch": 50}).digest() == spec.digest()
+
+
+@pytest.mark.slow
+def test_a_lost_scheduler_ends_the_driver_with_one_line_and_loses_nothing(tmp_path):
+    """The Dask scheduler dies midway: the driver stops (one line, no traceback, no
+    hang), every part written so far stays, and rerunning the same spec on local
+    workers completes it with each row exactly once."""
+    pytest.importorskip("distributed")
+    port = _free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    dask = str(Path(sys.executable).parent / "dask")
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    sched = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                              "--no-dashboard"], start_new_session=True, **quiet)
+    worker = subprocess.Popen([dask, "worker", addr, "--nworkers", "1", "--nthreads", "1",
+                               "--host", "127.0.0.1", "--no-dashboard"],
+                              start_new_session=True, **quiet)
+    spec, out = write_spec(tmp_path, num=40), tmp_path / "out"
+    try:
+        driver = subprocess.Popen([sys.executable, "-m", "warmcore.cli", "sweep", str(spec),
+                                   "--out", str(out), "--scheduler", addr, "--quiet"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while time.time() < deadline and len(list(out.glob("part-*.parquet"))) < 3:
+            time.sleep(0.05)
+        os.killpg(sched.pid, signal.SIGKILL)
+        _, err = driver.communicate(timeout=180)
+        lines = err.strip().splitlines()
+        assert driver.returncode != 0 and "Traceback" not in err, err[-3000:]
+        assert len(lines) == 1 and lines[0].startswith("warmcore: "), lines
+        before = rows(out)
+        assert 0 < len(before) < 240
+        subprocess.run([sys.executable, "-m", "warmcore.cli", "sweep", str(spec), "--out",
+                        str(out), "--workers", "2", "--quiet"], check=True,
+                       capture_output=True, timeout=300)
+        after = rows(out)
+        assert len(after) == 240 and not after.duplicated(["point_id", "replication"]).any()
+        finished = before.set_index(["point_id", "replication"])
+        again = after.set_index(["point_id", "replication"]).loc[finished.index]
+        assert again["seed"].equals(finished["seed"])     # kept, not rewritten
+    finally:
+        for proc in (worker, sched):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)

@@ -12,8 +12,9 @@ callers use ``submit`` and ``concurrent.futures.as_completed``.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import CancelledError, Executor, ProcessPoolExecutor
 
 from warmcore.simcore.config import ConfigError
 
@@ -59,11 +60,26 @@ def _dask_executor(address: str):
     except (OSError, TimeoutError) as e:
         raise ConfigError("--scheduler", f"no Dask scheduler answers at {address} "
                           f"({type(e).__name__})") from None
+    # While the sweep runs, distributed's own error logging (reconnect attempts,
+    # closed streams) would print tracebacks: a lost scheduler is reported as one line.
+    # (distributed's config gives some child loggers levels of their own: all of them.)
+    logs = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict)
+            if n == "distributed" or n.startswith("distributed.")]
+    levels = [lg.level for lg in logs]
+    for lg in logs:
+        lg.setLevel(logging.CRITICAL + 1)
     try:
         ex: Executor = client.get_executor()
         yield ex
+    except (OSError, TimeoutError, CancelledError) as e:   # CommClosedError is an OSError
+        raise ConfigError("--scheduler", f"lost the Dask scheduler at {address} "
+                          f"({type(e).__name__}); the finished parts are kept: rerun the "
+                          "same command to go on") from None
     finally:
-        client.close()
+        with contextlib.suppress(Exception):
+            client.close(timeout=CONNECT_TIMEOUT_S)
+        for lg, level in zip(logs, levels, strict=True):
+            lg.setLevel(level)
 
 
 def capacity(ex: Executor) -> int:
