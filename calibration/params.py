@@ -26,6 +26,7 @@ def params_document(cal) -> dict:
         "method": METHOD,
         "spec_digest": spec.digest(),
         "measurements": [m.name for m in spec.measurement],
+        "spec": spec.model_dump(mode="json", exclude_none=True),   # the whole spec it came from
         "data_sha256": spec_hashes(spec),
         "seeds": list(spec.run.seeds),
         "evaluations": cal.evaluations,

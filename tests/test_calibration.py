@@ -123,6 +123,7 @@ def test_calibrate_writes_params_that_run_and_predict_apply(tmp_path, capsys):
     v = doc["values"]["workload.service_us"]
     assert v == pytest.approx(30, rel=0.05) and doc["warmcore_version"] == warmcore.__version__
     assert doc["measurements"] == ["synthetic"] and len(doc["spec_digest"]) == 16
+    assert CalibrationSpec.from_data(doc["spec"]).digest() == doc["spec_digest"]
     page = (tmp_path / "r.html").read_text()
     assert "vegaEmbed" in page and "Predictions from the fit" in page
     assert all(f"<td>{s}</td>" in page for s in ("pc", "pec", "epc"))
