@@ -894,6 +894,19 @@ class Kernel:
 
     # -- fluid rates ------------------------------------------------------------------------
 
+    def _with_kernel_work(self, new, old_total, oldx, cid, now):
+        """(kernel work, whole duration, cost) of a segment re-rated to ``new``: the
+        kernel work charged at its start (switches, syscalls) keeps its time and runs
+        cycles at the CPU's clock now."""
+        extra = old_total - oldx[C_DUR]
+        if extra < 0.0:
+            extra = 0.0
+        newx = new
+        if extra:
+            newx = (new[C_DUR], new[C_CYC] + extra * self.machine.current_ghz(cid, now) * 1e9,
+                    *new[2:])
+        return extra, new[C_DUR] + extra, newx
+
     def rerate(self, cid: int, when: float | None = None) -> None:
         """What the segment running on CPU ``cid`` shares has changed (an SMT sibling
         started or stopped, the clock changed, its memory-bus share changed): the
@@ -927,14 +940,7 @@ class Kernel:
         if new[C_DUR] == oldx[C_DUR] and new[C_COMPUTE] == oldx[C_COMPUTE]:
             return
         self.rerates += 1
-        extra = old_total - oldx[C_DUR]      # kernel work at the segment's start
-        if extra < 0.0:
-            extra = 0.0
-        new_total = new[C_DUR] + extra
-        newx = new
-        if extra:
-            cyc = new[C_CYC] + extra * m.current_ghz(cid, now) * 1e9
-            newx = (new[C_DUR], cyc, *new[2:])
+        extra, new_total, newx = self._with_kernel_work(new, old_total, oldx, cid, now)
         old = oldx
         w_piece = (t1 - now) / old_total
         w_rest = cont.remaining_s / old_total if cont is not None else 0.0
@@ -988,14 +994,7 @@ class Kernel:
         oldx = cont.cost
         if new[C_DUR] != oldx[C_DUR] or new[C_COMPUTE] != oldx[C_COMPUTE]:
             self.rerates += 1
-            extra = old_total - oldx[C_DUR]      # kernel work at the segment's start
-            if extra < 0.0:
-                extra = 0.0
-            new_total = new[C_DUR] + extra
-            newx = new
-            if extra:
-                newx = (new[C_DUR], new[C_CYC] + extra * m.current_ghz(cid, now) * 1e9,
-                        *new[2:])
+            extra, new_total, newx = self._with_kernel_work(new, old_total, oldx, cid, now)
             req = t.fl_req
             if req is not None:
                 bd = req.bd
