@@ -62,9 +62,11 @@ def _dask_executor(address: str):
                           f"({type(e).__name__})") from None
     # While the sweep runs, distributed's own error logging (reconnect attempts,
     # closed streams) would print tracebacks: a lost scheduler is reported as one line.
-    # (distributed's config gives some child loggers levels of their own: all of them.)
-    logs = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict)
-            if n == "distributed" or n.startswith("distributed.")]
+    # (distributed's config gives some child loggers levels of their own: all of them,
+    # and those of tornado and asyncio, whose event loop reports the closed streams.)
+    logs = [logging.getLogger(n)
+            for n in ["distributed", "tornado", "asyncio", *logging.root.manager.loggerDict]
+            if n.split(".")[0] in ("distributed", "tornado", "asyncio")]
     levels = [lg.level for lg in logs]
     for lg in logs:
         lg.setLevel(logging.CRITICAL + 1)
