@@ -470,6 +470,7 @@ def apply(sc, values, *, preset, governor, chosen, main, seed, requests) -> None
                 data = new.to_data()
                 data["machine"].pop(path.split(".")[1], None)
                 new = warmcore.Scenario.load(data)
+        warmcore.check(new)                  # the machine and tunables too: setup kept
     except (warmcore.ConfigError, ValueError, KeyError) as e:
         st.session_state.error = one_line(e)
         return
@@ -490,7 +491,7 @@ def handle_upload(name: str, data: bytes) -> None:
     try:
         sc = warmcore.Scenario.from_toml(data)  # UTF-8 (else the byte offset), valid TOML
         all_strategies()[sc.strategy.name]     # noqa: B018 (known strategy?)
-        warmcore.parameters(sc)                # validates the strategy's tunables
+        warmcore.check(sc)                     # its machine and the strategy's tunables
     except KeyError:
         st.session_state.error = f"{name}: strategy.name: unknown strategy"
         return
@@ -515,7 +516,8 @@ def handle_params(name: str, data: bytes) -> None:
 
     try:
         params = check_params(decode_utf8(data, "--params"), name)
-        sc = apply_params(warmcore.Scenario.from_toml(st.session_state.toml), params)
+        sc = warmcore.check(apply_params(warmcore.Scenario.from_toml(st.session_state.toml),
+                                         params))
     except warmcore.ConfigError as e:
         st.session_state.error = f"{name}: {e.field}: {e.reason}"
         return

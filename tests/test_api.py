@@ -230,3 +230,27 @@ class TestShouldStop:
     def test_not_callable_is_a_config_error(self):
         with pytest.raises(warmcore.ConfigError, match="should_stop"):
             warmcore.simulate("mmc", requests=100, should_stop=3)
+
+
+def test_check_validates_what_a_run_would_without_running():
+    import warmcore
+
+    sc = warmcore.Scenario.load("pipeline")
+    assert warmcore.check(sc) is sc
+    for setting, field in (('machine.governor="turbo-boost-9000"', "machine.governor"),
+                           ("strategy.params.max_threads=-1", "strategy.params.max_threads"),
+                           ("machine.overrides.v_min=9.0", "machine.overrides.v_min")):
+        bad = warmcore.Scenario.load("pipeline", [setting])      # a valid scenario...
+        with pytest.raises(warmcore.ConfigError) as e:          # ...that no run accepts
+            warmcore.check(bad)
+        assert e.value.field == field, e.value
+
+
+def test_a_sweep_axis_value_no_run_accepts_is_refused_before_anything_runs(tmp_path):
+    import warmcore
+    from warmcore.sweeps import validate_spec
+
+    with pytest.raises(warmcore.ConfigError) as e:
+        validate_spec({"scenario": "pipeline", "axes": {"machine.governor": ["ondemand",
+                                                                            "nope"]}})
+    assert e.value.field == "machine.governor" and "unknown governor" in e.value.reason

@@ -164,14 +164,28 @@ def test_pinning_a_baseline_shows_deltas():
 
 def test_a_failing_run_shows_its_one_line_error():
     at = started()
-    # valid as a scenario, but the run rejects it: a governor no model knows
+    # valid as a scenario and as a machine, but the run cannot read its trace file
+    text = (b"[workload]\nkind = 'open'\narrival = 'trace'\ntrace_file = 'no-such-trace.txt'\n"
+            b"[strategy]\nname = 'pc'\n[run]\nrequests = 200\n")
+    at.file_uploader(key="upload").set_value(("trace.toml", text, "application/toml")).run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("run failed: ") and "\n" not in errors[0]
+    assert "no-such-trace.txt" in errors[0]
+
+
+def test_an_impossible_machine_is_refused_at_upload_and_the_setup_kept():
+    """A governor no model knows is valid as a scenario but not as a machine: refused
+    with its field before anything is replaced (warmcore.check)."""
+    at = started()
+    before = at.session_state.toml
     text = (b"[machine]\npreset = 'ideal'\ngovernor = 'turbo-boost-9000'\n"
             b"[workload]\nkind = 'closed'\n[strategy]\nname = 'pc'\n[run]\nrequests = 200\n")
     at.file_uploader(key="upload").set_value(("gov.toml", text, "application/toml")).run()
     assert not at.exception, at.exception
     errors = [e.value for e in at.error]
-    assert len(errors) == 1 and errors[0].startswith("run failed: ") and "\n" not in errors[0]
-    assert "turbo-boost-9000" in errors[0]
+    assert len(errors) == 1 and errors[0].startswith("gov.toml: machine.governor: unknown")
+    assert at.session_state.toml == before
 
 
 def test_an_upload_with_unknown_strategy_tunables_is_refused():

@@ -41,6 +41,7 @@ _EXPORTS = {
     "simulate": "warmcore.api",
     "compare": "warmcore.api",
     "frame": "warmcore.api",
+    "check": "warmcore.api",
     "parameters": "warmcore.params",
     "sweep": "warmcore.sweeps",
     "report_sweep": "warmcore.sweep_report",

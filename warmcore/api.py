@@ -28,6 +28,19 @@ def as_scenario(scenario: ScenarioLike) -> Scenario:
     return scenario if isinstance(scenario, Scenario) else Scenario.load(scenario)
 
 
+def check(scenario: ScenarioLike) -> Scenario:
+    """Everything a run validates short of running it: the scenario, the machine it
+    builds (preset with its overrides, governor and its tunables) and the strategy's
+    tunables. ConfigError naming the field otherwise; the scenario if all is well.
+    (Files a run reads, such as a trace, are read when it runs.)"""
+    from warmcore.params import parameters
+
+    sc = as_scenario(scenario)
+    build.build_machine(sc)
+    parameters(sc)                       # the strategy's tunables, validated
+    return sc
+
+
 def simulate(scenario: ScenarioLike, seed: int | None = None, requests: int | None = None,
              duration: float | None = None, max_wall: float | None = None,
              should_stop: Callable[[float], bool] | None = None) -> Result:

@@ -169,6 +169,7 @@ def base_scenario(spec: SweepSpec) -> Scenario:
 def check_axes(spec: SweepSpec) -> None:
     """Every axis is a parameter of the scenario and every value is in its range
     and gives a valid scenario."""
+    from warmcore.api import check
     from warmcore.params import parameters
 
     base = base_scenario(spec)
@@ -187,7 +188,7 @@ def check_axes(spec: SweepSpec) -> None:
                     space[path].check(v)
                 except ValueError as e:
                     raise ConfigError(path, f"{v!r}: {e}") from None
-            point_scenario(base, {path: v})        # the value validates in the scenario
+            check(point_scenario(base, {path: v}))   # in the scenario, machine, strategy
 
 
 def point_scenario(base: Scenario, point: dict) -> Scenario:
