@@ -954,15 +954,8 @@ class Kernel:
         t.seg_t1 = now + span_new
         t.seg_cost = tuple(w_piece * x for x in newx)
         t.seg_sys = w_piece * extra
-        req = t.fl_req
-        if req is not None:
-            w = w_piece + w_rest
-            bd = req.bd
-            bd[B_COMPUTE] += w * (new[C_COMPUTE] - old[C_COMPUTE])
-            bd[B_RELOAD] += w * (new[C_RELOAD] - old[C_RELOAD])
-            bd[B_COHER] += w * (new[C_COHER] - old[C_COHER])
-            bd[B_CONTEND] += w * (new[C_CONTEND] - old[C_CONTEND])
-            req.t_acc += w * (new_total - old_total)
+        if t.fl_req is not None:
+            _recredit(t.fl_req, w_piece + w_rest, new, old, new_total - old_total)
         if cont is not None:
             t.cont = cont._replace(remaining_s=w_rest * new_total, total_s=new_total, cost=newx)
         t.fl_costx = newx
@@ -995,14 +988,8 @@ class Kernel:
         if new[C_DUR] != oldx[C_DUR] or new[C_COMPUTE] != oldx[C_COMPUTE]:
             self.rerates += 1
             extra, new_total, newx = self._with_kernel_work(new, old_total, oldx, cid, now)
-            req = t.fl_req
-            if req is not None:
-                bd = req.bd
-                bd[B_COMPUTE] += w * (new[C_COMPUTE] - oldx[C_COMPUTE])
-                bd[B_RELOAD] += w * (new[C_RELOAD] - oldx[C_RELOAD])
-                bd[B_COHER] += w * (new[C_COHER] - oldx[C_COHER])
-                bd[B_CONTEND] += w * (new[C_CONTEND] - oldx[C_CONTEND])
-                req.t_acc += w * (new_total - old_total)
+            if t.fl_req is not None:
+                _recredit(t.fl_req, w, new, oldx, new_total - old_total)
             cont = t.cont = cont._replace(remaining_s=w * new_total, total_s=new_total,
                                           cost=newx)
         m.flow_end(cid, now + cont.remaining_s)
@@ -1055,6 +1042,17 @@ class Kernel:
                 b -= t.seg_t1 - max(now, t.seg_t0)
             busy.append(b)
         return {"processes": procs, "cpu_busy_s": busy}
+
+
+def _recredit(req, w, new, old, d_total) -> None:
+    """The request's breakdown and accumulated time for the fraction ``w`` of a segment
+    re-rated from cost ``old`` to ``new`` (``d_total``: the change of its duration)."""
+    bd = req.bd
+    bd[B_COMPUTE] += w * (new[C_COMPUTE] - old[C_COMPUTE])
+    bd[B_RELOAD] += w * (new[C_RELOAD] - old[C_RELOAD])
+    bd[B_COHER] += w * (new[C_COHER] - old[C_COHER])
+    bd[B_CONTEND] += w * (new[C_CONTEND] - old[C_CONTEND])
+    req.t_acc += w * d_total
 
 
 def _drive(gen):
