@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from warmcore.simcore.config import read_capped
+
 MAX_BYTES = 50 * 1024 * 1024
 COUNTED, NOT_COUNTED, NOT_SUPPORTED = "counted", "not counted", "not supported"
 
@@ -734,12 +736,12 @@ def load_perf_stat(path: str | Path, *, max_bytes: int = MAX_BYTES) -> PerfStat:
         if p.is_dir():
             raise PerfStatError(name, None, "is a directory, not a perf stat file")
         with p.open("rb") as f:
-            data = f.read(max_bytes + 1)
+            data = read_capped(f, max_bytes)
     except FileNotFoundError:
         raise PerfStatError(name, None, "no such file") from None
     except OSError as e:
         raise PerfStatError(name, None, f"cannot read: {e.strerror or e}") from None
-    if len(data) > max_bytes:
+    if data is None:
         raise PerfStatError(name, None, f"larger than the {max_bytes // (1024 * 1024)} MB "
                             "limit for perf stat files")
     return parse_perf_stat(_decode(data, name), source=name)

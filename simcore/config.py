@@ -489,20 +489,26 @@ def read_text(path: str | Path, field: str, max_bytes: int = MAX_FILE_BYTES) -> 
     byte otherwise); every failure a ConfigError naming ``field`` and the file."""
     try:
         with open(path, "rb") as f:
-            # the size first, then chunks: read(max_bytes + 1) would reserve the whole
-            # limit at once (256 MiB for a trace file) however small the file
-            if os.fstat(f.fileno()).st_size > max_bytes:
-                raise ConfigError(field, f"{path}: larger than {max_bytes:,} bytes")
-            chunks, size = [], 0
-            while size <= max_bytes and (chunk := f.read(1 << 20)):   # a pipe has no size
-                chunks.append(chunk)
-                size += len(chunk)
-            data = b"".join(chunks)
+            data = read_capped(f, max_bytes)
     except OSError as e:
         raise ConfigError(field, f"{path}: cannot read ({e.strerror})") from None
-    if len(data) > max_bytes:
+    if data is None:
         raise ConfigError(field, f"{path}: larger than {max_bytes:,} bytes")
     return decode_utf8(data, f"{field}: {path}")
+
+
+def read_capped(f, max_bytes: int) -> bytes | None:
+    """The bytes of the open binary file ``f``, or None if there are more than
+    ``max_bytes``. The size first, then chunks: ``f.read(max_bytes + 1)`` would
+    reserve the whole limit at once (256 MiB for a trace file) however small the
+    file; a pipe has no size."""
+    if os.fstat(f.fileno()).st_size > max_bytes:
+        return None
+    chunks, size = [], 0
+    while size <= max_bytes and (chunk := f.read(1 << 20)):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks) if size <= max_bytes else None
 
 
 def decode_utf8(data: bytes, where: str) -> str:

@@ -338,3 +338,16 @@ def test_a_lost_scheduler_ends_the_driver_with_one_line_and_loses_nothing(tmp_pa
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("content,words", [
+    (b'scenario = "caf\xe9"\n', "not UTF-8 text (byte 15: 0xe9)"),
+    (b"x = " + b"[" * 5000 + b"]" * 5000, "nested too deeply"),
+    (b"#" * (1 << 20) + b"\n", "larger than 1,048,576 bytes"),
+])
+def test_a_spec_file_is_read_as_a_scenario_file_is(tmp_path, capsys, content, words):
+    spec = tmp_path / "spec.toml"
+    spec.write_bytes(content)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warmcore: sweep: ") and words in err[0], err

@@ -30,7 +30,6 @@ import itertools
 import json
 import math
 import os
-import tomllib
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
@@ -48,7 +47,7 @@ from pydantic import (
     model_validator,
 )
 
-from warmcore.simcore.config import ConfigError, Scenario
+from warmcore.simcore.config import ConfigError, Scenario, parse_toml, read_text
 
 TASK_SECONDS = 0.5        # an automatic batch aims at this much work per task
 MAX_BATCH = 1000
@@ -140,14 +139,8 @@ class SweepSpec(BaseModel):
 
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate a sweep spec; ConfigError (one line) if it is bad."""
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError("sweep", f"{p}: no such file") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, IsADirectoryError) as e:
-        raise ConfigError("sweep", f"{p}: not a TOML file ({e})") from None
-    return validate_spec(data)
+    # as a scenario file: UTF-8 (else the bad byte's offset), at most 1 MiB, TOML
+    return validate_spec(parse_toml(read_text(path, "sweep"), f"sweep: {path}"))
 
 
 def validate_spec(data: dict) -> SweepSpec:
