@@ -286,12 +286,16 @@ class Calibrator:
         self.progress = progress
         self.evaluations = 0
         self._cache: dict[tuple, np.ndarray] = {}
+        # Each measurement's figures, read once (a perf file is parsed here, not on
+        # every evaluation), in the order the simulated figures come back.
+        self._figures = [m.all_figures(self.spec.base_dir) for m in self.spec.measurement]
+        self._keys = [list(f) for f in self._figures]
 
     # residual machinery
     def _targets(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         labels, meas, weight = [], [], []
-        for m in self.spec.measurement:
-            for k, f in m.all_figures(self.spec.base_dir).items():
+        for m, figures in zip(self.spec.measurement, self._figures, strict=True):
+            for k, f in figures.items():
                 labels.append(f"{m.name}.{k}")
                 meas.append(f.value)
                 weight.append(math.sqrt(f.coverage) / f.uncertainty)
@@ -301,7 +305,7 @@ class Calibrator:
         todo = [p for p in points if tuple(np.round(p, 12)) not in self._cache]
         if todo:
             spec_json = self.spec.model_dump_json()
-            keys = [list(m.all_figures(self.spec.base_dir)) for m in self.spec.measurement]
+            keys = self._keys
             if len(todo) == 1 or self.workers == 1:
                 got = [simulate_figures(spec_json, keys, list(p)) for p in todo]
             else:
@@ -348,9 +352,9 @@ class Calibrator:
         u = sol.x
         r = fun(u)
         J = jac(u)
-        return self._report(u, r, J, labels, meas)
+        return self._report(u, r, J, labels, meas, weight)
 
-    def _report(self, u, r, J, labels, meas) -> Calibration:
+    def _report(self, u, r, J, labels, meas, weight) -> Calibration:
         spec = self.spec
         p, m = len(spec.fit), len(r)
         rss = float(r @ r)
@@ -376,7 +380,7 @@ class Calibrator:
         if not math.isfinite(cond) or cond > 1e6:
             warnings.append(f"ill-conditioned fit (condition number {cond:.3g}): some "
                             "parameters move together")
-        fitted = meas + r * meas / self._targets()[2]
+        fitted = meas + r * meas / weight
         figs = []
         for lab, mv, fv, rv in zip(labels, meas, fitted, r, strict=True):
             figs.append({"figure": lab, "measured": float(mv), "fitted": float(fv),
