@@ -87,9 +87,7 @@ def test_a_driver_killed_or_interrupted_loses_nothing_finished(tmp_path, sig):
            "--workers", "2", "--quiet"]
     p = subprocess.Popen(cmd, env=env, start_new_session=True, stderr=subprocess.PIPE,
                          text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline and len(list(out.glob("part-*.parquet"))) < 3:
-        time.sleep(0.05)
+    _wait_for_parts(out)
     os.killpg(p.pid, sig)
     _, err = p.communicate(timeout=60)
     if sig == signal.SIGINT:                        # it stops by itself, quietly
@@ -172,6 +170,13 @@ def test_a_scheduler_that_does_not_answer_is_one_line(tmp_path, capsys, monkeypa
     assert code == 2 and len(err) == 1 and "no Dask scheduler answers" in err[0]
 
 
+def _wait_for_parts(out: Path, n: int = 3, timeout: float = 60) -> None:
+    """Until the sweep writing to ``out`` has written ``n`` part files (midway)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and len(list(out.glob("part-*.parquet"))) < n:
+        time.sleep(0.05)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -235,9 +240,7 @@ def test_a_dask_worker_killed_midway_loses_nothing(tmp_path):
         driver = subprocess.Popen([sys.executable, "-m", "warmcore.cli", "sweep", str(spec),
                                    "--out", str(out), "--scheduler", addr, "--quiet"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        deadline = time.time() + 60
-        while time.time() < deadline and len(list(out.glob("part-*.parquet"))) < 3:
-            time.sleep(0.05)
+        _wait_for_parts(out)
         os.killpg(first.pid, signal.SIGKILL)
         assert len(list(out.glob("part-*.parquet"))) < 120     # killed midway (120 batches)
         second = worker()
@@ -315,9 +318,7 @@ def test_a_lost_scheduler_ends_the_driver_with_one_line_and_loses_nothing(tmp_pa
         driver = subprocess.Popen([sys.executable, "-m", "warmcore.cli", "sweep", str(spec),
                                    "--out", str(out), "--scheduler", addr, "--quiet"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        while time.time() < deadline and len(list(out.glob("part-*.parquet"))) < 3:
-            time.sleep(0.05)
+        _wait_for_parts(out)
         os.killpg(sched.pid, signal.SIGKILL)
         _, err = driver.communicate(timeout=180)
         lines = err.strip().splitlines()
