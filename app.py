@@ -11,6 +11,7 @@ file; no simulation logic lives here.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import threading
@@ -76,9 +77,11 @@ SECTIONS = [("workload", "Workload"), ("work", "Work per request"),
             ("strategy.params", "Strategy tunables"),
             ("machine.governor_params", "Governor tunables"),
             ("machine.overrides", "Preset parameters (this machine's figures)"),
-            ("machine", "Machine"), ("run", "Run"), ("", "Processes")]
+            ("machine", "Machine"), ("resources", "Resources (semaphores, pools)"),
+            ("run", "Run"), ("", "Processes")]
 SHOWN = ["Workload", "Work per request", "Strategy tunables", "Governor tunables", "Machine",
-         "Preset parameters (this machine's figures)", "Run", "Processes"]
+         "Preset parameters (this machine's figures)", "Resources (semaphores, pools)", "Run",
+         "Processes"]
 TOPOLOGY = ["sockets", "cores_per_socket", "threads_per_core", "llc_domains_per_socket",
             "l1d_kib", "l2_kib", "llc_mib", "pstates_ghz", "turbo_ghz", "default_governor"]
 
@@ -98,21 +101,44 @@ def run_one(scenario_toml: str, strategy: str, _should_stop=None) -> dict:
     """One strategy on the scenario: the ``run --json`` object. ``_should_stop`` (not
     part of the cache key) is ``warmcore.simulate``'s progress and stop hook."""
     sc = warmcore.Scenario.from_toml(scenario_toml)
-    r = warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S, should_stop=_should_stop)[0]
+    return _finished(warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S,
+                                      should_stop=_should_stop)[0])
+
+
+@st.cache_data(show_spinner=False, max_entries=1024)
+def run_at_load(scenario_toml: str, strategy: str, load: float, _should_stop=None) -> dict:
+    """One strategy at one offered load (``warmcore.compare`` with ``loads``)."""
+    sc = warmcore.Scenario.from_toml(scenario_toml)
+    return _finished(warmcore.compare(sc, [strategy], loads=[load], max_wall=MAX_WALL_S,
+                                      should_stop=_should_stop)[0])
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def run_traced(scenario_toml: str, strategy: str, events: int, _should_stop=None) -> dict:
+    """One strategy with its last ``events`` kernel events kept (``run.trace_events``)."""
+    sc = warmcore.Scenario.from_toml(scenario_toml).with_({"run.trace_events": events})
+    return _finished(warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S,
+                                      should_stop=_should_stop)[0])
+
+
+def _finished(r: warmcore.Result) -> dict:
+    """The run's JSON object; a run stopped from the page is raised, so it is not cached."""
     if r.stop_reason == "stopped":
         raise Stopped(r.to_dict())
     return r.to_dict()
 
 
 class Job:
-    """The comparison's runs, one strategy after another, in a worker thread that the
-    page polls: its progress, a stop flag the runs check (``should_stop``), and the
-    results so far. It lives in the session, so a rerun of the script (any click)
-    finds it going instead of starting over."""
+    """Runs done one after another in a worker thread that the page polls: their
+    progress, a stop flag each run checks (``should_stop``), and the results so far.
+    It lives in the session, so a rerun of the script (any click) finds it going
+    instead of starting over. ``tasks``: (label, run) pairs, ``run(should_stop)``
+    returning a run's JSON object (or raising Stopped with its partial one)."""
 
-    def __init__(self, toml: str, names: list[str]):
-        self.key = (toml, tuple(names))
-        self.toml, self.names = toml, list(names)
+    def __init__(self, key, tasks: list):
+        self.key = key
+        self.names = [label for label, _ in tasks]
+        self._runs = [run for _, run in tasks]
         self.results: list[dict] = []
         self.error: Exception | None = None
         self.stop = threading.Event()
@@ -127,12 +153,12 @@ class Job:
 
     def _work(self) -> None:
         try:
-            for i, name in enumerate(self.names):
+            for i, run in enumerate(self._runs):
                 if self.stop.is_set():
                     break
                 self.current, self.fraction = i, 0.0
                 try:
-                    self.results.append(run_one(self.toml, name, self._ask))
+                    self.results.append(run(self._ask))
                 except Stopped as s:
                     self.results.append(s.result)
                     break
@@ -157,32 +183,73 @@ class Job:
                                 f"{time.monotonic() - self.started:.0f} s so far")
 
 
+def job_for(slot: str, key, tasks) -> Job:
+    """The session's job in ``slot`` for ``key``, started with ``tasks`` if there is
+    none; a job for another key is stopped (its runs are not wanted any more)."""
+    job = st.session_state.get(slot)
+    if job is None or job.key != key:
+        if job is not None:
+            job.stop.set()
+        job = st.session_state[slot] = Job(key, tasks)
+    return job
+
+
+def follow(job: Job, stop_key: str) -> bool:
+    """Wait for ``job``, drawing its progress with a Stop button, up to the page's
+    wait; True once it has ended, False while it runs on (a fragment then polls and
+    reruns the page)."""
+    job.thread.join(0.05)                # cached runs: no flash of the progress bar
+    if not job.running:
+        return True
+    slot = st.empty()
+    box = slot.container(border=True)
+    c1, c2 = box.columns([1, 5], vertical_alignment="center")
+    if c1.button("Stop", key=stop_key, type="secondary",
+                 help="stop the runs here and show what they measured so far"):
+        job.stop.set()
+    bar = c2.progress(*job.status())
+    end = time.monotonic() + st.session_state.get("wait_s", WAIT_S)
+    while job.running and time.monotonic() < end:
+        job.thread.join(0.1)
+        bar.progress(*job.status())       # a click ends this script run here
+    if job.running:
+        with box:
+            watch_job(job)
+        return False
+    slot.empty()
+    return True
+
+
+HALT = object()      # ended(): nothing more to draw in this section now
+
+
+def ended(slot: str, stop_key: str):
+    """The session's job in ``slot`` (keyed on the setup's TOML first) once it has
+    ended, taken out of the session; None if there is none, or if the setup it ran
+    was replaced (it is stopped: its runs are not wanted any more); HALT while it
+    runs (its progress and Stop drawn) or if it failed (its one line shown)."""
+    job = st.session_state.get(slot)
+    if job is None or job.key[0] != st.session_state.toml:
+        if job is not None:
+            job.stop.set()
+            st.session_state[slot] = None
+        return None
+    if not follow(job, stop_key):
+        return HALT
+    st.session_state[slot] = None
+    if job.error is not None:
+        st.error(f"run failed: {one_line(job.error)}")
+        return HALT
+    return job
+
+
 def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result] | None:
     """The comparison's results (those a stop left, if stopped); None while they run
-    on past the page's wait (a fragment then polls and reruns the page)."""
-    job = st.session_state.get("job")
-    if job is None or job.key != (scenario_toml, tuple(names)):
-        if job is not None:
-            job.stop.set()               # another setup: the old runs are not wanted
-        job = st.session_state.job = Job(scenario_toml, names)
-    job.thread.join(0.05)                # cached runs: no flash of the progress bar
-    if job.running:
-        slot = st.empty()
-        box = slot.container(border=True)
-        c1, c2 = box.columns([1, 5], vertical_alignment="center")
-        if c1.button("Stop", key="stop_run", type="secondary",
-                     help="stop the runs here and show what they measured so far"):
-            job.stop.set()
-        bar = c2.progress(*job.status())
-        end = time.monotonic() + st.session_state.get("wait_s", WAIT_S)
-        while job.running and time.monotonic() < end:
-            job.thread.join(0.1)
-            bar.progress(*job.status())   # a click ends this script run here
-        if job.running:
-            with box:
-                watch_job(job)
-            return None
-        slot.empty()
+    on past the page's wait."""
+    job = job_for("job", (scenario_toml, tuple(names)),
+                  [(n, functools.partial(run_one, scenario_toml, n)) for n in names])
+    if not follow(job, "stop_run"):
+        return None
     if job.error is not None:
         raise job.error
     return [warmcore.Result.from_dict(d) for d in job.results]
@@ -194,20 +261,6 @@ def watch_job(job: Job) -> None:
     if not job.running:
         st.rerun()
     st.caption("Still running: " + job.status()[1])
-
-
-@st.cache_data(show_spinner=False, max_entries=1024)
-def run_at_load(scenario_toml: str, strategy: str, load: float) -> dict:
-    """One strategy at one offered load (``warmcore.compare`` with ``loads``)."""
-    sc = warmcore.Scenario.from_toml(scenario_toml)
-    return warmcore.compare(sc, [strategy], loads=[load], max_wall=MAX_WALL_S)[0].to_dict()
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def run_traced(scenario_toml: str, strategy: str, events: int) -> dict:
-    """One strategy with its last ``events`` kernel events kept (``run.trace_events``)."""
-    sc = warmcore.Scenario.from_toml(scenario_toml).with_({"run.trace_events": events})
-    return warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S)[0].to_dict()
 
 
 # -- state --------------------------------------------------------------------------------
@@ -627,27 +680,27 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
                     base_toml = base["toml"]
             except warmcore.ConfigError:
                 pass
-        jobs = [(st.session_state.toml, n, x) for n in names for x in loads]
-        jobs += [(base_toml, n, x) for n in names for x in loads if base_toml]
-        bar = st.progress(0.0, text="load curves")
-        rows, base_rows = [], []
-        try:
-            for i, (toml, n, x) in enumerate(jobs):
-                tag = "baseline: " if toml == base_toml and toml else ""
-                bar.progress(i / len(jobs), text=f"{tag}{n} at {x:g} ({i + 1}/{len(jobs)})")
-                row = warmcore.Result.from_dict(run_at_load(toml, n, x)).per_request()
-                (base_rows if tag else rows).append(row)
-        except Exception as e:
-            st.error(f"run failed: {one_line(e)}")
-            return
-        finally:
-            bar.empty()
-        curves = st.session_state.curves = {"toml": st.session_state.toml, "rows": rows,
-                                             "field": field, "base_toml": base_toml,
-                                             "base_rows": base_rows}
+        tasks = [("", st.session_state.toml, n, x) for n in names for x in loads]
+        tasks += [("baseline: ", base_toml, n, x) for n in names for x in loads if base_toml]
+        job_for("curves_job", (st.session_state.toml, base_toml, tuple(names), tuple(loads)),
+                [(f"{tag}{n} at {x:g}", functools.partial(run_at_load, toml, n, x))
+                 for tag, toml, n, x in tasks])
+        st.session_state.curves_meta = {"toml": st.session_state.toml, "field": field,
+                                        "base_toml": base_toml,
+                                        "baseline": [bool(t[0]) for t in tasks]}
+    job = ended("curves_job", "stop_curves")
+    if job is HALT:
+        return
+    if job is not None:
+        curves = st.session_state.curves = curves_of(job, st.session_state.curves_meta)
     if not curves or curves["toml"] != st.session_state.toml:
         st.caption("Each strategy at each offered load, same seed; runs are cached. With a "
                    "pinned baseline, its curves are computed too and overlaid (dashed).")
+        return
+    if curves.get("stopped"):
+        st.warning(f"Stopped: load curves from {curves['stopped']}; compute them again "
+                   "for the rest (the runs done are cached).")
+    if not curves["rows"]:
         return
     with_base = bool(curves.get("base_rows")) and base is not None and \
         curves.get("base_toml") == base["toml"]
@@ -723,6 +776,20 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
         st.caption(f"The pinned baseline's curves are not overlaid: {why}.")
 
 
+def curves_of(job: Job, meta: dict) -> dict:
+    """The load curves a finished (or stopped) job measured: each completed run's row,
+    split into this setup's and the baseline's; a run cut short by Stop is left out."""
+    rows, base_rows = [], []
+    for d, is_base in zip(job.results, meta["baseline"], strict=False):
+        if d.get("stop_reason") == "stopped":
+            continue
+        (base_rows if is_base else rows).append(warmcore.Result.from_dict(d).per_request())
+    done = len(rows) + len(base_rows)
+    return {**{k: meta[k] for k in ("toml", "field", "base_toml")}, "rows": rows,
+            "base_rows": base_rows,
+            "stopped": f"{done} of {len(job.names)} runs" if job.stopped else None}
+
+
 CURVE_COLUMNS = {"p50_us": "p50 (us)", "p99_us": "p99 (us)", "throughput_rps": "req/s",
                  "cpus": "CPUs", "cpu_us_per_req": "CPU us/req"}
 
@@ -773,17 +840,28 @@ def timeline(names: list[str]) -> None:
         go = st.form_submit_button("Show timeline")
     shown = st.session_state.get("timeline")
     if go:
-        try:
-            with st.spinner(f"simulating {who} with its trace"):
-                d = run_traced(st.session_state.toml, who, int(events))
-        except Exception as e:
-            st.error(f"run failed: {one_line(e)}")
+        job_for("timeline_job", (st.session_state.toml, who, int(events)),
+                [(f"{who} with its trace",
+                  functools.partial(run_traced, st.session_state.toml, who, int(events)))])
+    job = ended("timeline_job", "stop_timeline")
+    if job is HALT:
+        return
+    if job is not None:
+        if not job.results:              # stopped before its run began
+            st.session_state.timeline = None
+            st.warning("Stopped before the run began: no timeline.")
             return
-        shown = st.session_state.timeline = {"toml": st.session_state.toml, "result": d}
+        shown = st.session_state.timeline = {"toml": st.session_state.toml,
+                                             "result": job.results[0],
+                                             "stopped": job.stopped}
     if not shown or shown["toml"] != st.session_state.toml:
         st.caption("One more run of the chosen strategy with its kernel trace kept.")
         return
     r = warmcore.Result.from_dict(shown["result"])
+    if shown.get("stopped"):
+        st.warning(f"Stopped: the timeline ends where the run was stopped, after "
+                   f"{r.requests:,} measured requests (the window is the kernel events "
+                   "before the stop).")
     doc = chrome_trace(r)
     ev = doc["traceEvents"]
     cpu_names = {e["tid"]: e["args"]["name"] for e in ev

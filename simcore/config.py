@@ -246,7 +246,8 @@ class Step(Strict):
 class ResourceCfg(Strict):
     """A named semaphore or connection pool: ``permits`` held at once, a FIFO wait queue."""
 
-    permits: Count
+    permits: Count = Field(description="held at once: the semaphore's permits or the "
+                                       "pool's connections (the scenario's own)")
     op_us: MicrosOrZero = Field(default=0.05, description='CPU per acquire or release (a CAS on '
                                                     'the contended state word + queue work)')
 

@@ -254,3 +254,17 @@ def test_a_sweep_axis_value_no_run_accepts_is_refused_before_anything_runs(tmp_p
         validate_spec({"scenario": "pipeline", "axes": {"machine.governor": ["ondemand",
                                                                             "nope"]}})
     assert e.value.field == "machine.governor" and "unknown governor" in e.value.reason
+
+
+def test_parameters_include_each_declared_resource():
+    """[resources] entries are settable paths (explorer controls, --set, sweep axes)."""
+    import warmcore
+
+    ps = {p.path: p for p in warmcore.parameters("loom")}
+    p = ps["resources.db.permits"]
+    assert (p.type, p.value, p.gt, p.le) == ("int", 100, 0, 100_000)
+    assert ps["resources.db.op_us"].value == 0.05
+    assert "resources" not in ps                       # the table itself is not a control
+    sc = warmcore.Scenario.load("loom").with_({"resources.db.permits": 7})
+    assert sc.resources["db"].permits == 7
+    assert not [q for q in warmcore.parameters("pipeline") if q.path.startswith("resources.")]

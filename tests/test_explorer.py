@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -379,6 +380,84 @@ def test_a_run_stopped_in_its_warm_up_shows_no_figures():
     assert not [d for d in at.main.dataframe if "req/s" in d.value.columns]
 
 
+def held_at(fraction: float, loads=None):
+    """A ``warmcore.compare`` whose runs (at one of ``loads``, or all) go to ``fraction``
+    of their length and then wait there for the page's Stop: a long run, without the
+    test depending on how fast this machine simulates."""
+    import warmcore
+
+    real = warmcore.compare
+
+    def compare(sc, strategies, *a, should_stop=None, **k):
+        if should_stop is None or (loads is not None and list(k.get("loads") or []) != loads):
+            return real(sc, strategies, *a, should_stop=should_stop, **k)
+
+        def hold(f):
+            if f < fraction:
+                return should_stop(f)
+            end = time.monotonic() + 60
+            while not should_stop(f) and time.monotonic() < end:
+                time.sleep(0.01)
+            return True
+        return real(sc, strategies, *a, should_stop=hold, **k)
+    return compare
+
+
+def test_stop_reaches_the_load_curves_and_keeps_the_runs_done(monkeypatch):
+    import warmcore
+
+    at = started()
+    widget(at, "multiselect", "strategies").set_value(["pc"])
+    widget(at, "number_input", "req").set_value(2000)
+    apply(at)
+    at.session_state["wait_s"] = 1.0
+    monkeypatch.setattr(warmcore, "compare", held_at(0.3, loads=[2]))
+    at.text_input(key=f"loads{at.session_state.gen}").set_value("1, 2, 4")
+    at.button[[b.label for b in at.button].index("Compute load curves")].click().run()
+    assert not at.exception, at.exception
+    job = at.session_state.curves_job
+    assert job.running and at.button(key="stop_curves").label == "Stop"
+    assert any(c.value.startswith("Still running: simulating pc at 2 (2/3)")
+               for c in at.main.caption)
+    at.button(key="stop_curves").click().run()
+    assert not at.exception, at.exception
+    assert not job.running and job.stopped and at.session_state.curves_job is None
+    curves = at.session_state.curves
+    assert [(r["strategy"], r["load"]) for r in curves["rows"]] == [("pc", 1)]
+    (warning,) = [w.value for w in at.warning if w.value.startswith("Stopped")]
+    assert warning.startswith("Stopped: load curves from 1 of 3 runs")
+    assert len(curve_charts(at)) == 3 and not [b for b in at.button if b.label == "Stop"]
+    # the run done was cached, the stopped one was not: computing again runs load 2 anew
+    monkeypatch.undo()                                         # runs no longer held
+    at.session_state["wait_s"] = 120.0
+    at.button[[b.label for b in at.button].index("Compute load curves")].click().run()
+    assert not at.exception, at.exception
+    assert [r["load"] for r in at.session_state.curves["rows"]] == [1, 2, 4]
+    assert not [w for w in at.warning if w.value.startswith("Stopped")]
+
+
+def test_stop_reaches_the_timeline_and_shows_the_run_so_far(monkeypatch):
+    import warmcore
+
+    at = started()
+    at.session_state["wait_s"] = 1.0
+    monkeypatch.setattr(warmcore, "compare", held_at(0.3))
+    gen = at.session_state.gen
+    at.selectbox(key=f"tl_strategy{gen}").set_value("pec")
+    at.button[[b.label for b in at.button].index("Show timeline")].click().run()
+    assert not at.exception, at.exception
+    job = at.session_state.timeline_job
+    assert job.running and at.button(key="stop_timeline").label == "Stop"
+    at.button(key="stop_timeline").click().run()
+    assert not at.exception, at.exception
+    assert not job.running and job.stopped
+    shown = at.session_state.timeline
+    assert shown["stopped"] and shown["result"]["stop_reason"] == "stopped"
+    (warning,) = [w.value for w in at.warning if w.value.startswith("Stopped")]
+    assert f"after {shown['result']['requests']:,} measured requests" in warning
+    assert any(c.value.startswith("pec: the run's last") for c in at.main.caption)
+
+
 # -- every generated control ---------------------------------------------------------------
 
 # Paths with a control of their own above the generated ones, or none (app.OWN_CONTROL).
@@ -386,12 +465,27 @@ OWN_CONTROL = {"seed", "machine.preset", "machine.governor", "strategy.name", "w
                "run.requests", "run.duration_s", "run.trace_events"}
 
 
-def generated_paths() -> list[str]:
-    """The parameters the sidebar draws a control for, on the default scenario."""
+def generated_paths(base: str = "pipeline") -> list[str]:
+    """The parameters the sidebar draws a control for, on a built-in scenario."""
     import warmcore
 
-    return [p.path for p in warmcore.parameters(warmcore.Scenario.load("pipeline"))
+    return [p.path for p in warmcore.parameters(warmcore.Scenario.load(base))
             if p.path not in OWN_CONTROL and p.type in CONTROL_TYPES]
+
+
+def control_cases() -> list[tuple[str, str]]:
+    """(scenario, path): every control of the default scenario (pipeline) on it, and
+    each control that only another built-in scenario draws (its workload kind's
+    fields, its strategy's tunables, its resources) on the first scenario that has it."""
+    from warmcore.simcore.config import builtin_names
+
+    cases, seen = [], set()
+    for base in ["pipeline", *sorted(set(builtin_names()) - {"pipeline"})]:
+        for path in generated_paths(base):
+            if path not in seen:
+                seen.add(path)
+                cases.append((base, path))
+    return cases
 
 
 CONTROL_TYPES = ("int", "float", "bool", "choice", "list", "int+list")
@@ -414,10 +508,18 @@ VALUES = {
     "producer.cpus": "[2]",
     "consumer.cpus": "[3]",
     "work.program": "[{service_share = 0.5}, {compute_us = 20.0}, {service_share = 0.5}]",
+    "strategy.params.max_kernel_threads": 50,     # with kernel threads (below), < 2000 tasks
+    "strategy.params.workers": 4,                 # fewer than the requests in flight
 }
 LISTS = ("list", "int+list")
 # Controls set up before the one under test, so that its other value is valid.
 PREPARE = {"machine.frequency_ghz": {"gov": "userspace", "machine.frequency_ghz": 3.4}}
+# loom's virtual-threads tunables of its platform-thread mode: in that mode
+KERNEL_THREADS = {"strategy.params.kernel_threads": True}
+PREPARE |= {k: KERNEL_THREADS for k in ("strategy.params.kernel_start_us",
+                                        "strategy.params.max_kernel_threads",
+                                        "strategy.params.pool")}
+PREPARE["strategy.params.lock_us"] = {**KERNEL_THREADS, "strategy.params.pool": 200}
 # Controls set in the same Apply as the one under test, which cannot change alone.
 TOGETHER = {"machine.overrides.threads_per_core": {"machine.overrides.smt_throughput": "[1.0]"}}
 # Controls whose other value legitimately leaves this setup's numbers alone (pc, 400
@@ -455,6 +557,9 @@ SAME_NUMBERS = {
     "producer.cpus": "the pipeline scenario has no producer process",
     "consumer.cpus": "the pipeline scenario has no consumer process",
     "machine.overrides.smt_throughput": ONE_THREAD + ": its SMT sibling is never busy",
+    "strategy.params.permits": "loom's tasks run a request program, whose permits are its "
+                               "[resources] db; `permits` bounds the blocking call of a "
+                               "task without a program",
 }
 
 
@@ -494,10 +599,17 @@ def control_widget(at: AppTest, p):
     return at.number_input(key=key)
 
 
-def small_setup(path: str = "") -> AppTest:
-    """The defaults, one strategy at 400 requests: each control's run is quick."""
+def small_setup(path: str = "", base: str = "pipeline") -> AppTest:
+    """A built-in scenario (the default one unless ``base``), its own strategy only
+    (pc for the default) at 400 requests: each control's run is quick."""
+    import warmcore
+
     at = started()
-    widget(at, "multiselect", "strategies").set_value(["pc"])
+    if base != "pipeline":
+        at.selectbox(key=f"base{at.session_state.gen}").set_value(base).run()
+        assert not at.exception, at.exception
+    own = warmcore.Scenario.load(base).strategy.name
+    widget(at, "multiselect", "strategies").set_value([own])
     widget(at, "number_input", "req").set_value(400)
     set_controls(at, PREPARE.get(path, {}))
     return apply(at)
@@ -505,7 +617,7 @@ def small_setup(path: str = "") -> AppTest:
 
 def set_controls(at: AppTest, values: dict) -> None:
     for key, value in values.items():
-        kind = "selectbox" if "." not in key else \
+        kind = "selectbox" if "." not in key else "checkbox" if isinstance(value, bool) else \
             "text_input" if isinstance(value, str) else "number_input"
         widget(at, kind, key).set_value(value)
 
@@ -517,20 +629,25 @@ def at_path(data: dict, path: str):
     return data
 
 
-def test_every_generated_control_is_exercised_below():
+@pytest.mark.parametrize("base", sorted({b for b, _ in control_cases()}))
+def test_every_generated_control_is_exercised_below(base):
     at = started()
+    if base != "pipeline":
+        at.selectbox(key=f"base{at.session_state.gen}").set_value(base).run()
     prefix = f"p{at.session_state.gen}:"
     keys = {w.key.removeprefix(prefix)
             for kind in ("number_input", "selectbox", "checkbox", "text_input")
             for w in getattr(at, kind) if w.key and w.key.startswith(prefix)}
-    assert keys == set(generated_paths())
+    assert keys == set(generated_paths(base))
+    assert keys <= {path for _, path in control_cases()}
 
 
-@pytest.mark.parametrize("path", generated_paths())
-def test_each_generated_control_changes_the_scenario_and_reruns(path):
+@pytest.mark.parametrize("base, path", control_cases())
+def test_each_generated_control_changes_the_scenario_and_reruns(base, path):
     import warmcore
 
-    at = small_setup(path)
+    at = small_setup(path, base)
+    own = warmcore.Scenario.load(base).strategy.name
     toml, job, before = at.session_state.toml, at.session_state.job, at.session_state.results
     p = {q.path: q for q in warmcore.parameters(warmcore.Scenario.from_toml(toml))}[path]
     value = other_value(p)
@@ -544,7 +661,7 @@ def test_each_generated_control_changes_the_scenario_and_reruns(path):
         got = [{k: step[k] for k in want} for step, want in zip(got, value, strict=True)]
     assert got == value, (path, p.value, value, got)
     assert at.session_state.job is not job                       # the comparison reran
-    assert at.session_state.job.key == (at.session_state.toml, ("pc",))
+    assert at.session_state.job.key == (at.session_state.toml, (own,))
     after = at.session_state.results
     if path in SAME_NUMBERS:
         assert at.session_state.toml != toml

@@ -352,3 +352,13 @@ def test_a_spec_file_is_read_as_a_scenario_file_is(tmp_path, capsys, content, wo
     assert main(["sweep", str(spec), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("warmcore: sweep: ") and words in err[0], err
+
+
+def test_a_resource_s_permits_are_a_sweep_axis(tmp_path):
+    """loom's db semaphore: fewer permits, the same tasks take longer."""
+    spec = write_spec(tmp_path, text='scenario = "loom"\nset = ["workload.jobs=200"]\n'
+                      'metrics = ["makespan_s"]\n[axes]\n"resources.db.permits" = [5, 100]\n')
+    sweep(spec, tmp_path / "out", workers=1)
+    df = rows(tmp_path / "out").set_index("axis.resources.db.permits")
+    assert df["error"].isna().all()
+    assert df.loc[5, "makespan_s"] > 3 * df.loc[100, "makespan_s"]

@@ -93,6 +93,13 @@ def _model_params(model: BaseModel, prefix: str):
         if isinstance(value, BaseModel):
             yield from _model_params(value, path + ".")
             continue
+        if isinstance(value, dict) and value and \
+                all(isinstance(v, BaseModel) for v in value.values()):
+            # a table of named entries ([resources] db = {permits = 100}): each
+            # entry's fields, under the name the scenario gave it
+            for key, entry in value.items():
+                yield from _model_params(entry, f"{path}.{key}.")
+            continue
         yield _from_field(path, info, value)
 
 
