@@ -36,6 +36,7 @@ import streamlit as st  # noqa: E402
 
 import warmcore  # noqa: E402
 from warmcore.registry import strategies as all_strategies  # noqa: E402
+from warmcore.simcore.config import WORKLOAD_KINDS, ServiceShape  # noqa: E402
 
 DEFAULT_SCENARIO = "pipeline"
 DEFAULT_STRATEGIES = ("pc", "pec", "epc")
@@ -452,8 +453,11 @@ def sidebar(sc: warmcore.Scenario) -> None:
         requests = c2.number_input("Requests", min_value=1, step=1000, key=f"req{gen}",
                                    value=sc.run.requests or DEFAULT_REQUESTS,
                                    help="measured requests (after warm-up) per strategy")
-        st.caption(f"Workload kind: **{sc.workload.kind}** (another kind: pick a built-in "
-                   "scenario or upload a TOML)")
+        kind = st.selectbox("Workload kind", WORKLOAD_KINDS,
+                            index=WORKLOAD_KINDS.index(sc.workload.kind), key=f"kind{gen}",
+                            help="another kind keeps the service demand and takes the "
+                                 "kind's own defaults (docs/formats.md); its controls "
+                                 "appear after Apply")
         values = {}
         groups: dict[str, list] = {}
         for p in params:
@@ -469,12 +473,33 @@ def sidebar(sc: warmcore.Scenario) -> None:
         applied = st.form_submit_button("Apply", type="primary", width="stretch")
     if applied:
         apply(sc, values, preset=preset, governor=governor, chosen=chosen, main=main,
-              seed=int(seed), requests=int(requests))
+              seed=int(seed), requests=int(requests), kind=kind)
 
 
-def apply(sc, values, *, preset, governor, chosen, main, seed, requests) -> None:
+def workload_of_kind(workload, kind: str, changes: dict | None = None) -> dict:
+    """A workload table of another ``kind``: the service demand kept (distribution,
+    mean, cv, serial), the kind's own fields at their defaults. An open loop needs a
+    rate: the old workload's if it had one, else half of what one CPU serves at the
+    mean service time (0.5 / service_us). ``changes``: service fields set with it."""
+    shape = {k: getattr(workload, k) for k in ServiceShape.model_fields
+             if getattr(workload, k) is not None}
+    new = {"kind": kind, **shape, **(changes or {})}
+    if kind == "open":
+        rate = getattr(workload, "rate_per_s", None)
+        new["rate_per_s"] = float(rate) if rate else round(0.5e6 / new["service_us"], 1)
+    return new
+
+
+def apply(sc, values, *, preset, governor, chosen, main, seed, requests, kind=None) -> None:
     """The form's values as a new scenario; a bad value shows one line, setup kept."""
     changes = {}
+    if kind is not None and kind != sc.workload.kind:   # the old kind's fields do not apply
+        shape = {}
+        for path in [k for k in values if k.startswith("workload.")]:
+            p, v = values.pop(path)
+            if path.removeprefix("workload.") in ServiceShape.model_fields and v != p.value:
+                shape[path.removeprefix("workload.")] = v
+        changes["workload"] = workload_of_kind(sc.workload, kind, shape)
     for path, (p, v) in values.items():
         if p.type in LIST_TYPES:             # text: unchanged, or parsed as TOML
             if v.strip() == inline_toml(p.value):
@@ -530,6 +555,9 @@ def apply(sc, values, *, preset, governor, chosen, main, seed, requests) -> None
     st.session_state.error = None
     st.session_state.toml = new.to_toml()
     st.session_state.strategies = list(chosen)
+    if [p.path for p in warmcore.parameters(new)] != [p.path for p in warmcore.parameters(sc)]:
+        st.session_state.gen += 1        # other controls (kind, strategy, machine): the
+        st.rerun()                       # form starts over from the new setup
 
 
 def handle_upload(name: str, data: bytes) -> None:
@@ -1003,4 +1031,5 @@ def page() -> None:
     timeline(names)
 
 
-page()
+if __name__ == "__main__":      # streamlit run (and AppTest) run the file as __main__;
+    page()                      # importing it (tests, docs) draws nothing

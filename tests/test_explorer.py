@@ -465,22 +465,36 @@ OWN_CONTROL = {"seed", "machine.preset", "machine.governor", "strategy.name", "w
                "run.requests", "run.duration_s", "run.trace_events"}
 
 
+def base_scenario(base: str):
+    """A built-in scenario, or "kind:K": the default one switched to workload kind K
+    the way the page's kind control does it (no built-in scenario has K)."""
+    import warmcore
+    from warmcore.app import workload_of_kind
+
+    if not base.startswith("kind:"):
+        return warmcore.Scenario.load(base)
+    sc = warmcore.Scenario.load("pipeline")
+    return sc.with_({"workload": workload_of_kind(sc.workload, base.removeprefix("kind:"))})
+
+
 def generated_paths(base: str = "pipeline") -> list[str]:
     """The parameters the sidebar draws a control for, on a built-in scenario."""
     import warmcore
 
-    return [p.path for p in warmcore.parameters(warmcore.Scenario.load(base))
+    return [p.path for p in warmcore.parameters(base_scenario(base))
             if p.path not in OWN_CONTROL and p.type in CONTROL_TYPES]
 
 
 def control_cases() -> list[tuple[str, str]]:
     """(scenario, path): every control of the default scenario (pipeline) on it, and
     each control that only another built-in scenario draws (its workload kind's
-    fields, its strategy's tunables, its resources) on the first scenario that has it."""
+    fields, its strategy's tunables, its resources) on the first scenario that has it,
+    and the closed loop's (no built-in scenario is closed) on the default one switched
+    to it."""
     from warmcore.simcore.config import builtin_names
 
     cases, seen = [], set()
-    for base in ["pipeline", *sorted(set(builtin_names()) - {"pipeline"})]:
+    for base in ["pipeline", *sorted(set(builtin_names()) - {"pipeline"}), "kind:closed"]:
         for path in generated_paths(base):
             if path not in seen:
                 seen.add(path)
@@ -602,17 +616,25 @@ def control_widget(at: AppTest, p):
 def small_setup(path: str = "", base: str = "pipeline") -> AppTest:
     """A built-in scenario (the default one unless ``base``), its own strategy only
     (pc for the default) at 400 requests: each control's run is quick."""
-    import warmcore
 
-    at = started()
-    if base != "pipeline":
-        at.selectbox(key=f"base{at.session_state.gen}").set_value(base).run()
-        assert not at.exception, at.exception
-    own = warmcore.Scenario.load(base).strategy.name
+    at = open_base(base)
+    own = base_scenario(base).strategy.name
     widget(at, "multiselect", "strategies").set_value([own])
     widget(at, "number_input", "req").set_value(400)
     set_controls(at, PREPARE.get(path, {}))
     return apply(at)
+
+
+def open_base(base: str) -> AppTest:
+    """The page on ``base`` (base_scenario's names)."""
+    at = started()
+    if base.startswith("kind:"):
+        at.selectbox(key=f"kind{at.session_state.gen}").set_value(base.removeprefix("kind:"))
+        apply(at)
+    elif base != "pipeline":
+        at.selectbox(key=f"base{at.session_state.gen}").set_value(base).run()
+        assert not at.exception, at.exception
+    return at
 
 
 def set_controls(at: AppTest, values: dict) -> None:
@@ -631,9 +653,7 @@ def at_path(data: dict, path: str):
 
 @pytest.mark.parametrize("base", sorted({b for b, _ in control_cases()}))
 def test_every_generated_control_is_exercised_below(base):
-    at = started()
-    if base != "pipeline":
-        at.selectbox(key=f"base{at.session_state.gen}").set_value(base).run()
+    at = open_base(base)
     prefix = f"p{at.session_state.gen}:"
     keys = {w.key.removeprefix(prefix)
             for kind in ("number_input", "selectbox", "checkbox", "text_input")
@@ -647,7 +667,7 @@ def test_each_generated_control_changes_the_scenario_and_reruns(base, path):
     import warmcore
 
     at = small_setup(path, base)
-    own = warmcore.Scenario.load(base).strategy.name
+    own = base_scenario(base).strategy.name
     toml, job, before = at.session_state.toml, at.session_state.job, at.session_state.results
     p = {q.path: q for q in warmcore.parameters(warmcore.Scenario.from_toml(toml))}[path]
     value = other_value(p)
@@ -667,6 +687,31 @@ def test_each_generated_control_changes_the_scenario_and_reruns(base, path):
         assert at.session_state.toml != toml
     else:
         assert after != before, (path, value)
+
+
+@pytest.mark.parametrize("kind", ["open", "closed", "batch", "connections", "stream"])
+def test_another_workload_kind_keeps_the_service_and_draws_its_own_controls(kind):
+    import warmcore
+
+    at = started()
+    gen = at.session_state.gen
+    before = warmcore.Scenario.from_toml(at.session_state.toml)
+    at.selectbox(key=f"kind{gen}").set_value(kind)
+    widget(at, "number_input", "workload.service_us").set_value(12.0)
+    apply(at)
+    sc = warmcore.Scenario.from_toml(at.session_state.toml)
+    assert sc.workload.kind == kind and sc.workload.service_us == 12.0
+    assert (sc.workload.service, sc.workload.service_cv) == (before.workload.service,
+                                                             before.workload.service_cv)
+    if kind == "open":              # half of one CPU at the mean service time
+        assert sc.workload.rate_per_s == round(0.5e6 / 12.0, 1)
+    assert at.session_state.gen == gen + 1       # the form starts over: the kind's controls
+    drawn = {w.key.split(":", 1)[1] for kind_ in ("number_input", "selectbox", "checkbox")
+             for w in getattr(at, kind_) if w.key and w.key.startswith(f"p{gen + 1}:")}
+    own = {p.path for p in warmcore.parameters(sc) if p.path.startswith("workload.")
+           and p.type in CONTROL_TYPES and p.path not in OWN_CONTROL}
+    assert own <= drawn and not {k for k in drawn if k.startswith("workload.")} - own
+    assert comparison(at)["req/s"].gt(0).all()
 
 
 # -- list-valued settings: a TOML text input each ------------------------------------------
