@@ -989,8 +989,15 @@ def page() -> None:
             st.session_state.job = None
             st.rerun()
         results = [r for r in results if r.requests]   # a run stopped in its warm-up
-        if not results:                                  # measured nothing to show
-            return
+    if results:                          # (none: a stop in the warm-up measured nothing)
+        comparison_section(sc, results)
+    load_curves(sc, names)
+    timeline(names)
+
+
+def comparison_section(sc: warmcore.Scenario, results: list) -> None:
+    """The comparison table (with its deltas against a pinned baseline), the baseline
+    and download buttons, and why: where a request's time went."""
     st.session_state.results = [r.to_dict() for r in results]    # what the page shows
     df = comparison_frame(results)
     base = st.session_state.baseline
@@ -1027,8 +1034,6 @@ def page() -> None:
     for r in results:
         for w in r.warnings:
             st.warning(f"{r.strategy}: {w}")
-    load_curves(sc, names)
-    timeline(names)
 
 
 if __name__ == "__main__":      # streamlit run (and AppTest) run the file as __main__;

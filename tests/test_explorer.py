@@ -378,6 +378,8 @@ def test_a_run_stopped_in_its_warm_up_shows_no_figures():
     (warning,) = [w.value for w in at.warning if w.value.startswith("Stopped")]
     assert "0 of 3,000,000 measured requests (still in its warm-up)" in warning
     assert not [d for d in at.main.dataframe if "req/s" in d.value.columns]
+    # the load curves and the timeline are still on offer (they run on their own)
+    assert {"Compute load curves", "Show timeline"} <= {b.label for b in at.button}
 
 
 def held_at(fraction: float, loads=None):

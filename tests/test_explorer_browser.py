@@ -121,6 +121,15 @@ def test_explorer_renders_in_chromium(tmp_path):
                 assert page.locator('[data-testid="stException"]').count() == 0
                 assert main.get_by_role("button", name="Stop").count() == 0
                 assert page.get_by_role("button", name="Run again").count() == 1
+                # load curves of those long runs: their own progress and Stop
+                page.get_by_role("button", name="Compute load curves").click()
+                main.get_by_role("button", name="Stop").click(timeout=60_000)
+                page.get_by_text("Stopped: load curves from 0 of").first.wait_for(
+                    timeout=60_000)
+                assert page.locator('[data-testid="stException"]').count() == 0
+                assert main.get_by_role("button", name="Stop").count() == 0
+                page.screenshot(path=str(tmp_path / "explorer-curves-stopped.png"),
+                                full_page=True)
                 if os.environ.get("WARMCORE_SCREENSHOT"):     # for docs/: top and bottom
                     copy = Path(os.environ["WARMCORE_SCREENSHOT"])
                     copy.write_bytes(top.read_bytes())
