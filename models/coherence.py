@@ -43,6 +43,37 @@ and per CPU, so what the *other* CPUs contribute is total minus one's own
   capped at ``rho_cap`` = 0.98;
 * the other ops are L1 hits (``hit_s``: the L1 latency).
 
+Handover grows with the waiters
+-------------------------------
+A contended line's handover is not a fixed transfer: every other core waiting
+on the line holds or re-reads a copy (a spinning lock word, a CAS loop's read,
+a queue head polled), so each ownership change also invalidates and serves
+those waiters, serialised at the line, and a CAS that lost the race retries.
+Measured, the cost of one operation on a single contended line grows with the
+number of contending cores and jumps across sockets (David, Guerraoui and
+Trigonakis, "Everything you always wanted to know about synchronization but
+were afraid to ask", SOSP 2013, section 5: atomic operations on one line,
+latency against threads, on Opteron, Xeon, Niagara and Tilera), and a ticket
+lock's hand-off time grows linearly with the number of waiters until the lock
+collapses (Boyd-Wickizer, Kaashoek, Morris and Zeldovich, "Non-scalable locks
+are dangerous", Linux Symposium 2012; Anderson, IEEE TPDS 1(1), 1990: O(k)
+coherence traffic per release of a test-and-test-and-set lock). So a transfer
+with w other waiters costs
+
+    t_w = t * (1 + beta * w),   w = max(0, N_o - 1),
+
+t the topology latency above, beta the preset's ``contended_waiter_cost``
+(default 1: each waiter's copy is one more line transfer per handover, the
+test-and-test-and-set and ticket-lock case; a pure fetch-and-add counter has
+less), and N_o the *effective number* of other CPUs contending: the inverse
+Simpson index of their shares of the line's busy time, (sum u_j)^2 / sum u_j^2
+over CPUs j other than the requester (k equal contenders give k; one dominant
+contender and a few occasional ones give about 1). The line's busy time and
+the M/D/1 wait use t_w. With one other contender (two CPUs) w = 0 and the
+model is as above; with k contenders the line serves about
+1 / (t (1 + beta (k - 2))) ops per second: the contended server's throughput
+falls as cores are added (docs/MODEL.md phenomenon 3).
+
 So one CPU alone pays only hits, while dense ops from several CPUs pay a
 transfer and a queueing wait each, and the line serves about 1 / t ops per
 second however many cores contend (docs/MODEL.md "Memory bus and coherence
@@ -148,13 +179,16 @@ class ContendedLines:
     tau_s     time constant of the rate estimates (default 100 us)
     rho_cap   utilisation cap for the M/D/1 wait (default 0.98)
     max_lines bound on remembered lines (least recently used half dropped when full)
+    waiter_cost  beta: extra transfers per other waiting core at a handover (default 1)
     """
 
-    __slots__ = ("topo", "hit_s", "tau_s", "inv_tau", "rho_cap", "lines", "max_lines")
+    __slots__ = ("topo", "hit_s", "tau_s", "inv_tau", "rho_cap", "lines", "max_lines",
+                 "waiter_cost")
 
     def __init__(self, topology: Topology, hit_s: float, tau_s: float = 100e-6,
-                 rho_cap: float = 0.98, max_lines: int = 65536):
+                 rho_cap: float = 0.98, max_lines: int = 65536, waiter_cost: float = 1.0):
         self.topo = topology
+        self.waiter_cost = waiter_cost
         self.hit_s = hit_s
         self.tau_s = tau_s
         self.inv_tau = 1.0 / tau_s
@@ -165,8 +199,9 @@ class ContendedLines:
     def _state(self, line, now):
         st = self.lines.get(line)
         if st is None:
-            # [owner cpu, last other cpu, t, op rate, utilisation, {cpu: [t, op rate, util]}]
-            st = [-1, -1, now, 0.0, 0.0, {}]
+            # [owner cpu, last other cpu, t, op rate, utilisation,
+            #  {cpu: [t, op rate, util]}, sum over CPUs of util^2]
+            st = [-1, -1, now, 0.0, 0.0, {}, 0.0]
             self.lines[line] = st
             if len(self.lines) > self.max_lines:
                 keep = sorted(self.lines.items(), key=lambda kv: kv[1][2])
@@ -206,6 +241,7 @@ class ContendedLines:
         f = math.exp(-dt * inv_tau) if dt > 0.0 else 1.0
         lam_tot = st[3] * f
         u_tot = st[4] * f
+        u_sq = st[6] * f * f            # every CPU's share decays alike: squares by f^2
         mine = st[5].get(cpu)
         if mine is None:
             lam_me = u_me = 0.0
@@ -226,6 +262,14 @@ class ContendedLines:
         other = st[1]
         topo = self.topo
         t_ns = topo.transfer_ns(cpu, other) if other >= 0 and other != cpu else topo.ns_llc
+        # the other waiters at a handover: the effective number of other contenders
+        # (inverse Simpson index of their line shares) less the one handing over
+        sq_o = u_sq - u_me * u_me
+        if sq_o > 1e-30 and rho > 0.0:
+            u_o = u_tot - u_me
+            waiters = u_o * u_o / sq_o - 1.0
+            if waiters > 0.0:
+                t_ns *= 1.0 + self.waiter_cost * waiters
         t = t_ns * 1e-9
         hit = self.hit_s
         wait = rho * t / (2.0 * (1.0 - rho))
@@ -253,6 +297,7 @@ class ContendedLines:
         st[2] = now
         st[3] = lam_tot + posted
         st[4] = u_tot + busy
+        st[6] = u_sq + busy * (2.0 * u_me + busy)      # (u_me + busy)^2 - u_me^2
         if mine is None:
             st[5][cpu] = [now, posted, busy]
         else:

@@ -218,7 +218,8 @@ class HardwareMachine:
         self._membus_on = eff["membus"] and self._caches
         self.membus = MemoryBus(p)
         self._contention = eff["contention"]
-        self.lines = ContendedLines(topo, hit_s=p.l1_lat_cyc / (p.max_ghz * 1e9))
+        self.lines = ContendedLines(topo, hit_s=p.l1_lat_cyc / (p.max_ghz * 1e9),
+                                    waiter_cost=p.extra.contended_waiter_cost)
 
         # OS costs
         sw = eff["switch_costs"]

@@ -35,6 +35,12 @@ class PresetExtra(BaseModel):
         "intel_idle C1/C1E exit latency, added to wake_latency_busy_us"))
     cstate_deep_after_us: float = Field(default=600.0, ge=0, description=(
         "intel_idle C6 target residency on Skylake: idle longer, the deep exit applies"))
+    contended_waiter_cost: float = Field(default=1.0, ge=0, le=100, description=(
+        "extra line transfers per other waiting core at each handover of a contended "
+        "line: 1 = each waiter's copy re-fetched (test-and-test-and-set and ticket locks: "
+        "Anderson, IEEE TPDS 1990; Boyd-Wickizer et al., 'Non-scalable locks are "
+        "dangerous', 2012; David et al., SOSP 2013: atomic-op latency grows with the "
+        "contending threads); 0 = a fixed transfer (models/coherence.py)"))
 
     @model_validator(mode="after")
     def _capped(self):

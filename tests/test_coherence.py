@@ -90,8 +90,9 @@ def test_first_op_after_another_owner_is_a_transfer():
 
 
 def test_md1_wait_on_a_busy_line():
-    """Others keep the line busy at utilisation rho: a transfer costs t + rho t/(2(1-rho))."""
-    cl = ContendedLines(Topology(QUAD), hit_s=HIT, tau_s=100e-6)
+    """Others keep the line busy at utilisation rho: a transfer costs t + rho t/(2(1-rho))
+    (with the handover's waiter cost off: it is tested below)."""
+    cl = ContendedLines(Topology(QUAD), hit_s=HIT, tau_s=100e-6, waiter_cost=0.0)
     t = 40e-9
     # CPUs 1 and 2 ping-pong the line: 1500 transfers of 40 ns posted in a 100 us window
     for i in range(1501):
@@ -106,10 +107,11 @@ def test_md1_wait_on_a_busy_line():
     assert rho_later == pytest.approx(rho * math.exp(-1), rel=1e-9)
 
 
-def _run(n_cpus: int, rounds: int = 300, ops: int = 50, work_s: float = 33e-9):
+def _run(n_cpus: int, rounds: int = 300, ops: int = 50, work_s: float = 33e-9,
+         waiter_cost: float = 1.0):
     """Segments of `ops` contended ops each, 4 per round; `n_cpus` = 4 runs them in
     parallel (one per core), 1 runs them back to back. Returns (total stall, wall)."""
-    cl = ContendedLines(Topology(QUAD), hit_s=HIT)
+    cl = ContendedLines(Topology(QUAD), hit_s=HIT, waiter_cost=waiter_cost)
     now = total = 0.0
     for _ in range(rounds):
         durs = []
@@ -131,9 +133,10 @@ def test_same_ops_on_four_cores_stall_more_and_finish_later_than_on_one():
 
 
 def test_contended_line_throughput_near_one_per_transfer():
-    """Dense ops from 4 cores: the line serves ~1/t ops per second, not 4x that."""
+    """Dense ops from 4 cores, with a fixed handover (waiter cost 0, docs/MODEL.md's
+    first-order model): the line serves ~1/t ops per second, not 4x that."""
     rounds, ops = 300, 50
-    _, wall = _run(4, rounds, ops)
+    _, wall = _run(4, rounds, ops, waiter_cost=0.0)
     rate = rounds * 4 * ops / wall
     assert 0.8 / 40e-9 < rate < 1.5 / 40e-9
 
@@ -152,3 +155,69 @@ def test_lines_are_bounded():
     for i in range(1000):
         cl.ops(("lock", i), i % 4, 2, i * 1e-6, 1e-8)
         assert len(cl.lines) <= 64
+
+
+def _three_contend(cl, line="w", rounds=600):
+    """CPUs 1, 2 and 3 take turns on the line, one op each (equal shares)."""
+    for i in range(rounds):
+        cl.ops(line, 1 + i % 3, 1, 0.0, 0.0)
+
+
+def test_handover_grows_with_the_other_waiters():
+    """t_w = t (1 + beta w), w = N_o - 1: CPU 0 joining three equal contenders finds
+    two waiters besides the one handing over (N_o = 3)."""
+    for beta in (0.0, 1.0, 0.5):
+        cl = ContendedLines(Topology(QUAD), hit_s=HIT, waiter_cost=beta)
+        _three_contend(cl)
+        _, rho = cl.others("w", 0, 0.0)
+        stall, transfers, t_ns = cl.ops("w", 0, 1, 0.0, 0.0)
+        assert transfers == 1.0
+        assert t_ns == pytest.approx(40.0 * (1 + beta * 2), rel=1e-5)
+        rho, t_w = min(rho, cl.rho_cap), t_ns * 1e-9
+        assert stall == pytest.approx(t_w + rho * t_w / (2 * (1 - rho)), rel=1e-9)
+
+
+def test_one_other_contender_hands_over_at_the_plain_transfer_cost():
+    cl = ContendedLines(Topology(QUAD), hit_s=HIT, waiter_cost=1.0)
+    for i in range(300):
+        cl.ops("w", 1, 1, i * 1e-9, 0.0)
+        cl.ops("w", 2, 1, i * 1e-9, 0.0)
+    # from CPU 1's side the others are CPU 2 alone: N_o = 1, no waiters
+    cl.ops("w", 2, 1, 1e-6, 0.0)
+    _, _, t_ns = cl.ops("w", 1, 1, 1e-6, 0.0)
+    assert t_ns == pytest.approx(40.0)
+
+
+def test_unequal_shares_count_as_fewer_contenders():
+    """The inverse Simpson index: shares 0.9/0.05/0.05 of the others' line time count
+    as 1/(0.81 + 0.0025 + 0.0025) = 1.23 contenders, not 3."""
+    cl = ContendedLines(Topology(QUAD), hit_s=0.0, waiter_cost=1.0)
+    # CPU 1 does 18 transfers for each one of CPU 2's and CPU 3's (all alternate with 0)
+    seq = [1] * 18 + [2] + [1] * 18 + [3]
+    for _ in range(40):
+        for cpu in seq:
+            cl.ops("u", 0, 1, 0.0, 0.0)
+            cl.ops("u", cpu, 1, 0.0, 0.0)
+    st = cl.lines["u"]
+    shares = {c: v[2] for c, v in st[5].items() if c != 0}
+    tot = sum(shares.values())
+    n_o = tot * tot / sum(u * u for u in shares.values())
+    cl.ops("u", 1, 1, 0.0, 0.0)            # CPU 1 owns the line now
+    _, _, t_ns = cl.ops("u", 0, 1, 0.0, 0.0)
+    assert 1.1 < n_o < 1.4
+    assert t_ns == pytest.approx(40.0 * n_o, rel=0.02)
+
+
+def test_line_throughput_falls_as_contenders_are_added():
+    """Dense ops from k cores: the line serves about 1 / (t (1 + beta (k - 2))) ops/s, so
+    two cores get ~1/t and four markedly less (docs/MODEL.md phenomenon 3)."""
+    def rate(k, rounds=400):
+        cl = ContendedLines(Topology(QUAD), hit_s=HIT, waiter_cost=1.0)
+        now = 0.0
+        for _ in range(rounds):
+            durs = [40e-9 / 50 * 50 + cl.ops("n", c, 50, now, 40e-9 / 50)[0]
+                    for c in range(k)]
+            now += max(durs)
+        return rounds * k * 50 / now
+    two, four = rate(2), rate(4)
+    assert two > 1.6 * four

@@ -56,3 +56,24 @@ def test_web_event_loop_uses_less_cpu_and_migrates_less_than_a_thread_pool():
     assert per(el, "cpu_migrations") < 0.6 * per(tp, "cpu_migrations")
     assert per(el, "context_switches") < per(tp, "context_switches")
     assert per(el, "futex_wakes") < per(tp, "futex_wakes")
+
+
+def test_contended_server_slows_at_every_step_from_one_cpu_to_all():
+    """Phenomenon 3 in all its parts (issue 12): on the built-in `contended` scenario,
+    throughput falls strictly from 1 server CPU to 2, to half the CPUs (4 of 8) and to
+    all 8, by at least 10% at each step and more than 2x from one CPU to all, because
+    a contended line's handover costs more the more cores wait on it
+    (models/coherence.py); and producer and consumer sharing the server's CPUs make
+    it slower still than the same server with them on other cores."""
+    rps = {n: run("contended", {"server.cpus": n}, requests=6000)["throughput_rps"]
+           for n in (1, 2, 4, 8)}
+    assert rps[1] > 1.1 * rps[2] > 1.1 * 1.1 * rps[4], rps
+    assert rps[4] > 1.1 * rps[8], rps
+    assert rps[1] > 2 * rps[8], rps
+
+    def with_clients_on(server, clients):
+        return run("contended", {"server.cpus": server, "producer.cpus": clients,
+                                 "consumer.cpus": clients}, requests=6000)["throughput_rps"]
+    for server in ([0], [0, 1]):
+        shared, apart = with_clients_on(server, server), with_clients_on(server, [2, 3])
+        assert shared < 0.9 * apart, (server, shared, apart)
