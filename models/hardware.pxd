@@ -7,7 +7,6 @@ from warmcore.models.membus cimport FluidBus, MemoryBus
 
 cdef class HardwareMachine:
     cdef public object preset, effects, topology, clock, meter, lines, directory, env
-    cdef public object syscalls
     cdef public MemoryBus membus
     cdef public object governor, cpu_core, cpu_llc, cpu_socket, l1d, l1i, l2, llc
     cdef public Hierarchy hierarchy

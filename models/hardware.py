@@ -74,7 +74,6 @@ from warmcore.models.coherence import ContendedLines, Directory, Topology
 from warmcore.models.membus import FluidBus, MemoryBus
 from warmcore.models.presets import nominal_ips
 from warmcore.models.smt import speed_table
-from warmcore.models.syscalls import SyscallCosts
 
 # execute's rate-independent parts of a segment, per CPU (cost_now re-rates them):
 # compute cycles of a lone thread, cache-hit cycles / MLP, DRAM seconds / MLP,
@@ -226,7 +225,6 @@ class HardwareMachine:
         sw = eff["switch_costs"]
         self._ctx_s = p.ctx_switch_us * 1e-6 if sw else 0.0
         self._futex_s = p.futex_wake_us * 1e-6 if sw else 0.0
-        self.syscalls = SyscallCosts(extra if sw else None)
         self._wake_busy_s = p.wake_latency_busy_us * 1e-6 if sw else 0.0
         self._wake_idle_s = p.wake_latency_idle_us * 1e-6 if sw else 0.0
         shallow = p.wake_latency_busy_us + extra.cstate_shallow_exit_us
@@ -456,9 +454,6 @@ class HardwareMachine:
 
     def futex_wake_cost(self):
         return self._futex_s
-
-    def syscall_cost(self, name, n=1, kib=0.0):
-        return self.syscalls.cost(name, n, kib)
 
     def cpu_busy(self, cpu, now):
         if self._busy[cpu]:

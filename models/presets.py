@@ -35,41 +35,6 @@ class PresetExtra(BaseModel):
         "intel_idle C1/C1E exit latency, added to wake_latency_busy_us"))
     cstate_deep_after_us: float = Field(default=600.0, ge=0, description=(
         "intel_idle C6 target residency on Skylake: idle longer, the deep exit applies"))
-    # Kernel work per system call (models/syscalls.py; docs/model.md "Kernel work per
-    # request"). Figures for a 2012-2017 Intel core at 3-3.5 GHz without the 2018
-    # page-table-isolation mitigations.
-    syscall_us: float = Field(default=0.1, ge=0, description=(
-        "entry and exit of a trivial system call: lmbench lat_syscall null 0.04-0.1 us "
-        "(McVoy and Staelin, USENIX 1996, on later CPUs); FlexSC (Soares and Stumm, "
-        "OSDI 2010) measured ~150 cycles direct, more counting the cache and TLB "
-        "pollution it leaves"))
-    tcp_send_us: float = Field(default=2.5, ge=0, description=(
-        "loopback TCP send of a small segment: tcp_sendmsg, loopback transmit and the "
-        "receiver's protocol processing run in the sender's softirq, the reader's "
-        "wake-up: about half of a loopback netperf TCP_RR transaction's kernel time "
-        "(10-20 us round trips on 2012-2016 Xeons, two sends, two receives and two "
-        "wake-ups)"))
-    tcp_recv_us: float = Field(default=1.0, ge=0, description=(
-        "recvmsg of a small queued TCP segment (tcp_recvmsg, socket lock, copy-out "
-        "besides copy_us_per_kib): the smaller part of a TCP_RR transaction"))
-    copy_us_per_kib: float = Field(default=0.1, ge=0, description=(
-        "copy_to_user/copy_from_user: ~10 GB/s on one core (rep movsb, warm data)"))
-    epoll_wait_us: float = Field(default=0.5, ge=0, description=(
-        "epoll_wait's own work past the entry (ep_poll, the ready list) when events "
-        "are ready; sleeping in it is a park"))
-    epoll_event_us: float = Field(default=0.1, ge=0, description=(
-        "per ready event returned (ep_send_events: re-poll the file, copy the event "
-        "out)"))
-    epoll_ctl_us: float = Field(default=0.4, ge=0, description=(
-        "epoll_ctl past the entry: lock the epoll instance, find the item in its "
-        "red-black tree, re-poll the file (ep_modify)"))
-    poll_fd_us: float = Field(default=0.05, ge=0, description=(
-        "poll/select per descriptor scanned, ready or not (do_poll calls each "
-        "file's ->poll): the O(n) cost epoll was made to avoid (Libenzi's epoll "
-        "scalability figures; Banga, Mogul and Druschel, USENIX 1999)"))
-    futex_wait_us: float = Field(default=0.5, ge=0, description=(
-        "FUTEX_WAIT past the entry: hash the address, queue the waiter (the switch "
-        "away is ctx_switch_us)"))
     contended_waiter_cost: float = Field(default=1.0, ge=0, le=100, description=(
         "extra line transfers per other waiting core at each handover of a contended "
         "line: 1 = each waiter's copy re-fetched (test-and-test-and-set and ticket locks: "

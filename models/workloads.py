@@ -46,13 +46,6 @@ from warmcore.simcore.work import (
 
 LINE = 64
 SATURATING_DEPTH = 8   # pipelined requests kept in flight per saturating connection
-# Workloads whose requests come from a client over a socket: the server reads each
-# one (recv) and writes its response (send), kernel work from the preset
-# (models/syscalls.py). Not a batch (no sockets), and not yet the producer ->
-# server -> consumer stream: with loopback TCP on it, one server CPU comes out
-# slower than two on `contended` (122k against 178k msgs/s), the opposite of the
-# reports (docs/model.md "Known departures"; issue 12 keeps that part open).
-SOCKET_KINDS = ("open", "closed", "saturating", "connections")
 
 
 class Connection:
@@ -143,9 +136,6 @@ class RequestFactory:
         self.invocation = work.invocation
         self.next_id = 0
         self.program = self._program_plan(work.program, streams) if work.program else None
-        # reading the request from its socket (models/syscalls.py)
-        self.recv_s = (ctx.machine.syscall_cost("recv", kib=work.request_kib)
-                       if wl.kind in SOCKET_KINDS else 0.0)
         self.pure = not (self.produce_ins or self.task_lines or self.common or self.conn_lines
                          or self.contended_ops or self.backend
                          or self.invocation != "BLOCKING" or self.program)
@@ -191,7 +181,6 @@ class RequestFactory:
         rid = self.next_id
         self.next_id = rid + 1
         req = Request(rid, now, conn)
-        req.recv_s = self.recv_s
         if self.pure:
             # Pure compute (the queueing-theory case): one bare segment.
             req.consume = Segment(self.service() * self.ips, (), 0, None, 0.0, "consume")
@@ -228,11 +217,7 @@ class Workload:
         wl = ctx.cfg.workload
         self.serial = wl.serial if wl.serial is not None else wl.kind == "saturating"
         self.connections = [Connection(i, self.serial) for i in range(n_connections)]
-        # writing the response to its socket, on the thread that completes the request
-        # (models/syscalls.py)
-        self.send_s = (ctx.machine.syscall_cost("send", kib=ctx.cfg.work.response_kib)
-                       if wl.kind in SOCKET_KINDS else 0.0)
-        if type(self).finished is Workload.finished and not self.serial and not self.send_s:
+        if type(self).finished is Workload.finished and not self.serial:
             self.finished = ctx.recorder.complete   # one call fewer per request
 
     def start(self) -> None:
@@ -247,8 +232,6 @@ class Workload:
 
     def finished(self, req: Request, thread) -> None:
         """The server handled ``req`` (called through ctx.done)."""
-        if self.send_s:
-            thread.charge_kernel(self.send_s)
         self.ctx.recorder.complete(req)
         self.release(req)
 
@@ -429,8 +412,6 @@ class ClosedLoop(Workload):
         self.deliver(self.factory.make(self.env.now, conn.id), conn)
 
     def finished(self, req: Request, thread) -> None:
-        if self.send_s:
-            thread.charge_kernel(self.send_s)
         self.ctx.recorder.complete(req)
         conn = self.connections[req.conn]
         self.release(req)
@@ -511,9 +492,7 @@ class Stream(Workload):
                 self.ctx.strategy.on_arrival(conn)
 
     def finished(self, req: Request, thread) -> None:
-        """The server handled the message: send it on to a consumer."""
-        if self.send_s:
-            thread.charge_kernel(self.send_s)
+        """The server handled the message: hand it to a consumer."""
         self.release(req)
         self.cons_queue.append(req)
         if self.cons_idle:

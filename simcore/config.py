@@ -270,14 +270,6 @@ class WorkCfg(Strict):
     backend_us: MicrosOrZero = Field(default=0.0,
                                description='blocking call inside the handler (exponential mean)')
     invocation: Literal["BLOCKING", "NON_BLOCKING", "EITHER"] = "BLOCKING"
-    # What crosses the socket (loopback TCP) per request, for the recv and send system
-    # calls' copies (models/syscalls.py); every workload but a batch reads each request
-    # from a socket and writes its response to one.
-    request_kib: Kib = Field(default=0.2, description=(
-        'request on the wire: an HTTP GET with a browser-like set of headers, ~200 bytes '
-        '(wrk sends ~40 bytes plus the headers it is given)'))
-    response_kib: Kib = Field(default=0.2, description=(
-        "response on the wire: a small \"hello\" response with its headers, ~200 bytes"))
     # Where the microseconds above were measured: None means on the simulated machine
     # itself; a preset name fixes the instruction counts (service_us x that preset's
     # instructions per us), so that changing machine.preset compares machines on the

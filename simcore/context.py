@@ -23,7 +23,6 @@ class SimContext:
         self.server_cpus = self.cpu_list(cfg.server.cpus, "server.cpus") or \
             list(range(machine.n_cpus))
         self.server = kernel.process("server", self.server_cpus)
-        kernel.server = self.server
         self.strategy = None
         self.workload = None
         self.done = None     # done(req, thread): the server handled req (build() sets it)

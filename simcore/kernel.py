@@ -206,12 +206,6 @@ class Thread:
         thing, inline on its hot paths)."""
         self.pending_busy += seconds
 
-    def syscall(self, name: str, n: float = 1, kib: float = 0.0) -> None:
-        """Charge one system call's kernel work (``machine.syscall_cost``: recv, send,
-        epoll_wait with ``n`` ready events, epoll_ctl, poll of ``n`` descriptors,
-        futex_wait, sched_yield) as system time, like ``charge_kernel``."""
-        self.pending_busy += self.kernel.machine.syscall_cost(name, n, kib)
-
     def run(self, seg, req=None) -> Event:
         """Run ``seg`` on the CPU this thread holds; the event fires when it is done
         (including any blocking wait ``seg.block_s``). ``seg`` may be a request
@@ -269,13 +263,6 @@ class Thread:
         cost = m.execute(cpu.id, seg, self.tid, now)
         (dur, cyc, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s,
          contend_s) = cost                           # one unpack: COST_FIELDS order
-        recv_s = 0.0
-        if req is not None and req.recv_s and self.process is k.server:
-            # the server's first work on a request: reading it from its socket (kernel
-            # work, system time; in the request's breakdown it is its own processing)
-            recv_s = req.recv_s
-            self.pending_busy += recv_s
-            req.recv_s = 0.0
         extra = self.pending_busy
         total = dur
         fluid = k.fluid
@@ -307,8 +294,8 @@ class Thread:
                 room = self.run_since - req.t_acc
                 if pd > room:
                     pd = room if room > 0.0 else 0.0
-            bd[B_DISPATCH] += pd + extra - recv_s
-            bd[B_COMPUTE] += compute_s + recv_s
+            bd[B_DISPATCH] += pd + extra
+            bd[B_COMPUTE] += compute_s
             bd[B_RELOAD] += reload_s
             bd[B_COHER] += coher_s
             bd[B_CONTEND] += contend_s
@@ -548,10 +535,6 @@ class Kernel:
         self.slice_max = self.sched_latency
         self.migration_cost = SCHED_MIGRATION_COST_S
         self.trace = None
-        # The server process (SimContext sets it): its threads read requests from
-        # their sockets (a request's ``recv_s``, charged at the first of its segments
-        # a server thread runs).
-        self.server = None
         if trace_limit:
             # A CPU's clock changes are trace events too (kind "freq", the new GHz in
             # the label's place), recorded by a listener on the machine's DVFS

@@ -53,10 +53,6 @@ class MachineModel(Protocol):
     def futex_wake_cost(self) -> float:
         """CPU time (s) the waker spends in the futex-wake syscall."""
 
-    def syscall_cost(self, name: str, n: float = 1, kib: float = 0.0) -> float:
-        """Kernel work (s) of one system call (models.syscalls: recv, send, epoll_wait
-        with ``n`` ready events, poll of ``n`` descriptors, futex_wait, ...)."""
-
     def cpu_busy(self, cpu: int, now: float) -> None:
         """``cpu`` starts running a thread."""
 
@@ -139,9 +135,6 @@ class IdealMachine:
         return 0.0
 
     def futex_wake_cost(self):
-        return 0.0
-
-    def syscall_cost(self, name, n=1, kib=0.0):
         return 0.0
 
     def cpu_busy(self, cpu, now):

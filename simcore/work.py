@@ -107,7 +107,7 @@ class Request:
     """
 
     __slots__ = ("id", "conn", "t_arrive", "t_start", "t_acc", "produce", "consume", "bd",
-                 "invocation", "produced_by", "consumed_by", "recv_s")
+                 "invocation", "produced_by", "consumed_by")
 
     def __init__(self, rid: int, t_arrive: float, conn: int = 0):
         self.id = rid
@@ -121,8 +121,6 @@ class Request:
         self.invocation = "BLOCKING"
         self.produced_by = -1        # thread ids, set by the kernel when the segments run
         self.consumed_by = -1
-        self.recv_s = 0.0            # kernel work of reading it from its socket, charged to
-                                     # the first server thread that works on it (kernel)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Request({self.id}, conn={self.conn}, t={self.t_arrive:.6f})"

@@ -58,10 +58,9 @@ class Params(StrategyParams):
     loops: int | None = Field(default=None, gt=0, description=(
         'MultithreadEventLoopGroup.DEFAULT_EVENT_LOOP_THREADS: 2 x cores (None = that).'
     ))
-    epoll_us: float = Field(default=0.5, ge=0, description=(
-        "The JDK selector's user-side work per loop pass (EPollSelectorImpl: map ready fds "
-        "to keys, fill selectedKeys), a plausible figure; the epoll_wait syscall itself is "
-        "kernel work from the preset (models/syscalls.py)."
+    epoll_us: float = Field(default=1.0, ge=0, description=(
+        'One epoll_wait per loop pass (~1 us: syscall entry/exit plus the ready-list scan and '
+        'copy-out; lmbench null-syscall 0.1-0.5 us depending on CPU and mitigations).'
     ))
     io_ratio: int = Field(default=50, gt=0, le=100, description=(
         'NioEventLoop ioRatio (percent of loop time for I/O versus tasks), 1..100.'
@@ -143,9 +142,8 @@ class EventLoop(Strategy):
             if not L.ready and not L.tasks:
                 L.parked = True
                 yield t.park()                 # epoll_wait with nothing ready
-            t.syscall("epoll_wait", n=len(L.ready))   # kernel part (the preset's)
             if L.epoll is not None:
-                yield t.run(L.epoll)           # select() / selectNow(): the JDK's side
+                yield t.run(L.epoll)           # select() / selectNow()
             ready = L.ready
             L.ready = deque()
             io_start = env.now

@@ -18,12 +18,9 @@ Selectors (``SelectorManager.defaultSelectors``, ``ManagedSelector.SelectorProdu
     production) until an arrival on one of its connections wakes it.
 
 Overheads (explicit, zero them for pure queueing checks):
-    select_us        the JDK selector's own work per select pass (EPollSelectorImpl:
-                     map the ready fds to keys, fill the selected-key set; ManagedSelector
-                     updateKeys), 0.5 us, a plausible figure. The epoll_wait system
-                     call itself is kernel work from the preset (models/syscalls.py:
-                     entry + ready-list scan + a copy-out per ready event), charged
-                     as system time. Paid once per select pass, not per request.
+    select_us        one epoll_wait that returns ready keys (a syscall, ~1 us;
+                     plausible figure for a Linux syscall plus the copy of the
+                     ready list). Paid once per select pass, not per request.
     queue_us         a BlockingArrayQueue offer or poll, or a reserved-thread
                      hand-off: ~0.1 us for an uncontended j.u.c lock and an array
                      store (plausible assumption), plus one contended
@@ -63,9 +60,7 @@ class JettyParams(StrategyParams):
                                   description='QueuedThreadPool._idleTimeout (60000 ms)')
     selectors: int | None = Field(default=None, gt=0,
                                   description='None: SelectorManager.defaultSelectors')
-    select_us: float = Field(default=0.5, ge=0, description=(
-        "the JDK selector's user-side work per select pass (the epoll_wait syscall "
-        "itself: the preset's kernel costs)"))
+    select_us: float = Field(default=1.0, ge=0, description='one epoll_wait returning ready keys')
     queue_us: float = Field(default=0.1, ge=0, description='one queue offer/poll or hand-off')
     thread_start_us: float = Field(default=140.0, ge=0,
                                    description='kernel thread start (docs/STRATEGIES.md)')
@@ -145,7 +140,6 @@ class Selector:
             if self.ready:
                 self.selected, self.ready = self.ready, sel
                 self.selects += 1
-                t.syscall("epoll_wait", n=len(self.selected))   # kernel part: the preset's
                 if self.select_seg is not None:
                     yield t.run(self.select_seg, None)
                 continue

@@ -135,7 +135,6 @@ class TimedWaits:
         st.timed_out = False
         if timeout > 0:
             self._arm(t, st, now + timeout)
-        t.syscall("futex_wait")        # LockSupport.parkNanos -> pthread_cond_timedwait
         yield t.park()
         st.waiting = False
 
@@ -394,5 +393,4 @@ class ThreadPoolExecutor(WorkerPool):
                     wake(waiters.popleft(), t)
             else:
                 waiters.append(t)          # await on notEmpty: registered before parking
-                t.syscall("futex_wait")    # LockSupport.park -> FUTEX_WAIT
                 yield t.park()

@@ -67,14 +67,14 @@ class Params(StrategyParams):
     ))
     min_spare: int = Field(default=10, ge=0, description=(
         "AbstractEndpoint minSpareThreads 10 (the executor's core size)."))
-    epoll_us: float = Field(default=0.5, ge=0, description=(
-        "The JDK selector's user-side work per poller pass (as event-loop's); the "
-        "epoll_wait syscall itself is kernel work from the preset (models/syscalls.py)."
+    epoll_us: float = Field(default=1.0, ge=0, description=(
+        'One epoll_wait syscall per poller pass (~1 us: syscall entry/exit plus the '
+        'ready-list scan and copy-out; lmbench null-syscall 0.1-0.5 us depending on the CPU '
+        'and Spectre/Meltdown mitigations).'
     ))
-    epoll_ctl_us: float = Field(default=0.2, ge=0, description=(
-        'The JDK side of one interest change (EPollSelectorImpl.processUpdateQueue); the '
-        "epoll_ctl syscall is the preset's: processKey clears OP_READ, the worker's "
-        're-registration sets it again.'
+    epoll_ctl_us: float = Field(default=0.5, ge=0, description=(
+        'One epoll_ctl per interest change (JDK EPollSelectorImpl.processUpdateQueue): '
+        "processKey clears OP_READ, the worker's re-registration sets it again."
     ))
     lock_us: float = Field(default=0.05, ge=0, description=(
         'Instructions of one lock acquisition + queue operation (ReentrantLock CAS, AQS '
@@ -150,9 +150,8 @@ class ThreadPool(Strategy):
                 for _ in range(len(events)):
                     yield t.run(P.events_lock)          # SynchronizedQueue.poll
                     conn = events.popleft()
-                    t.syscall("epoll_ctl")              # epoll_ctl(EPOLL_CTL_MOD, EPOLLIN)
                     if ctl is not None:
-                        yield t.run(ctl)
+                        yield t.run(ctl)                # epoll_ctl(EPOLL_CTL_MOD, EPOLLIN)
                     if conn.inbox:                      # level-triggered: readable at once
                         conn.data = READY
                         P.ready.append(conn)
@@ -162,16 +161,14 @@ class ThreadPool(Strategy):
                 P.parked = True
                 yield t.park()                          # blocked in epoll_wait
                 continue
-            t.syscall("epoll_wait", n=len(P.ready))    # kernel part (the preset's)
             if P.epoll is not None:
-                yield t.run(P.epoll)                    # select() / selectNow(): JDK side
+                yield t.run(P.epoll)                    # select() / selectNow()
             ready = P.ready
             P.ready = deque()
             for conn in ready:
                 conn.data = PROCESSING
-                t.syscall("epoll_ctl")                  # unreg: clear OP_READ
                 if ctl is not None:
-                    yield t.run(ctl)
+                    yield t.run(ctl)                    # unreg: clear OP_READ
                 yield from execute(t, conn)             # processSocket
 
     def _process(self, t, conn):

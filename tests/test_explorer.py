@@ -573,12 +573,6 @@ SAME_NUMBERS = {
     "producer.cpus": "the pipeline scenario has no producer process",
     "consumer.cpus": "the pipeline scenario has no consumer process",
     "machine.overrides.smt_throughput": ONE_THREAD + ": its SMT sibling is never busy",
-    "machine.overrides.extra.epoll_ctl_us": "Jetty's selectors keep their interest set "
-                                            "(no epoll_ctl per request in the model)",
-    "machine.overrides.extra.futex_wait_us": ONE_THREAD + ": the pool's idle threads "
-                                             "parked before it started and never run",
-    "machine.overrides.extra.poll_fd_us": "no strategy modelled here calls poll(2): "
-                                          "the servers use epoll",
     "strategy.params.permits": "loom's tasks run a request program, whose permits are its "
                                "[resources] db; `permits` bounds the blocking call of a "
                                "task without a program",

@@ -77,25 +77,3 @@ def test_contended_server_slows_at_every_step_from_one_cpu_to_all():
     for server in ([0], [0, 1]):
         shared, apart = with_clients_on(server, server), with_clients_on(server, [2, 3])
         assert shared < 0.9 * apart, (server, shared, apart)
-
-
-def test_web_event_loop_gets_cheaper_with_load_while_the_pool_s_tail_blows_up():
-    """Phenomenon 5, the parts the model reproduces (issue 12; the rest is listed in
-    docs/model.md "Known departures"): on the `web` scenario's hello handler, where
-    each request's recv and send and each epoll_wait are kernel work, the event loop
-    spends at least 10% less CPU per request than the pool at the default load; as the
-    load rises from 25,000 to 300,000 req/s its CPU per request falls (an epoll_wait
-    returns more events, a loop pass serves more requests), while the pool's maximum
-    latency degrades several times more than the loop's."""
-    def at(strategy, rate):
-        return run("web", {"strategy.name": strategy, "workload.rate_per_s": rate},
-                   requests=20000)
-    cpu = lambda r: r["task_clock_ms"] / r["requests"]  # noqa: E731
-    tp, el = run("web", {"strategy.name": "thread-pool"}), run("web",
-                                                               {"strategy.name": "event-loop"})
-    assert cpu(el) < 0.9 * cpu(tp)
-    el_lo, el_hi = at("event-loop", 25000.0), at("event-loop", 300000.0)
-    tp_lo, tp_hi = at("thread-pool", 25000.0), at("thread-pool", 300000.0)
-    assert cpu(el_hi) < 0.95 * cpu(el_lo)
-    grow = lambda lo, hi: hi["latency_us"]["max"] / lo["latency_us"]["max"]  # noqa: E731
-    assert grow(tp_lo, tp_hi) > 3 * grow(el_lo, el_hi)
