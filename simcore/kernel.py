@@ -206,6 +206,15 @@ class Thread:
         thing, inline on its hot paths)."""
         self.pending_busy += seconds
 
+    def syscall(self, name: str, n: float = 0.0, kib: float = 0.0) -> None:
+        """Charge one system call's kernel work as system time (as ``charge_kernel``):
+        ``name`` is one of simcore.machine.SYSCALLS (read/recv, write/send on a
+        loopback TCP socket with ``kib`` KiB copied; epoll_wait returning ``n`` ready
+        events; poll scanning ``n`` descriptors; epoll_ctl, futex_wait, futex_wake,
+        sched_yield, null); the cost is the machine's (models/syscalls.py). It does
+        not block or switch: a strategy that waits after the call parks as usual."""
+        self.pending_busy += self.kernel.machine.syscall_cost(name, n, kib)
+
     def run(self, seg, req=None) -> Event:
         """Run ``seg`` on the CPU this thread holds; the event fires when it is done
         (including any blocking wait ``seg.block_s``). ``seg`` may be a request

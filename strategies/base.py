@@ -12,7 +12,11 @@ It reaches the machine only through these documented calls (simcore/kernel.py):
 * on a thread: ``run(segment, req)`` (a segment of work on its CPU), ``park(timeout)``
   (futex wait), ``block(seconds)`` (blocking I/O), ``yield_cpu()`` (sched_yield),
   ``charge_kernel(seconds)`` (kernel work such as starting a thread, paid before
-  its next segment), ``cpu_has_waiters()`` (does anyone wait for this CPU?);
+  its next segment), ``syscall(name, n=0, kib=0)`` (one system call's kernel work
+  as system time, priced by the machine: read/write on a loopback TCP socket of
+  ``kib`` KiB, epoll_wait returning ``n`` events, poll of ``n`` descriptors,
+  epoll_ctl, futex_wait, futex_wake, sched_yield; models/syscalls.py),
+  ``cpu_has_waiters()`` (does anyone wait for this CPU?);
 * ``ctx.kernel.charge_blocked_io(req, seconds)``: time a request spent blocked in
   I/O on a thread the strategy unmounted it from (virtual threads).
 
