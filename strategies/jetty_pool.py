@@ -134,12 +134,14 @@ class Selector:
                     continue
                 self.produced += 1
                 self.server.holding += 1
+                self.server.read(t)             # HttpConnection.fill: the request's read
                 if req.produce is not None:
                     yield t.run(req.produce, req)
                 return req
             if self.ready:
                 self.selected, self.ready = self.ready, sel
                 self.selects += 1
+                t.syscall("epoll_wait", n=len(self.selected))
                 if self.select_seg is not None:
                     yield t.run(self.select_seg, None)
                 continue

@@ -51,6 +51,7 @@ class SharedQueue(Strategy):
         while True:
             if q:
                 req = q.popleft()
+                self.read(t)
                 if req.produce is not None:
                     yield t.run(req.produce, req)
                 yield t.run(req.consume, req)
@@ -58,4 +59,5 @@ class SharedQueue(Strategy):
             else:
                 idle.append(t)
                 ctx.arrivals_may_wake()
+                t.syscall("futex_wait")
                 yield t.park()
