@@ -248,6 +248,10 @@ def _steps(lo: float, hi: float, step: float) -> tuple[float, ...]:
 # * ctx_switch_us: Li, Ding, Shen (ExpCS 2007) measured 3.8 us on a 2 GHz
 #   Core-era Xeon; later cores are scaled down by single-thread speed, with
 #   KPTI (2018 kernels) costing back part of it on Meltdown-affected Intel parts.
+# * System-call costs (PresetExtra syscall_us ... sched_yield_us, models/syscalls.py)
+#   are the reference core's (i7-3770, pre-KPTI Linux) and scale on every preset by
+#   its single-thread speed (nominal_ips), so each preset has its own without
+#   repeating them here; a preset's extra may override any of them.
 
 I7_3770 = Preset(
     name="i7-3770",

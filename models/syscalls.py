@@ -72,23 +72,20 @@ queueing-theory case).
 
 from __future__ import annotations
 
+from warmcore.models.presets import nominal_ips
 from warmcore.simcore.machine import SYSCALLS
-
-# The preset fields the model reads (models.presets.PresetExtra).
-FIELDS = ("syscall_us", "tcp_send_us", "tcp_recv_us", "loopback_rx_us", "copy_us_per_kib",
-          "epoll_wait_us", "epoll_event_us", "epoll_ctl_us", "poll_fd_us", "futex_wait_us",
-          "sched_yield_us")
 
 # Instructions per second of the reference core: i7-3770, base_ipc 1.3 x 3.4 GHz.
 REFERENCE_IPS = 1.3 * 3.4e9
 
 
-def call_table(extra, loopback: bool = True) -> dict:
+def call_table(extra) -> dict:
     """{call: (base_us, per_n_us, per_kib_us)} of the formula above, entry and exit
     excluded, from a preset's ``extra`` (PresetExtra); futex_wake is not in it (the
-    preset's futex_wake_us is the whole call)."""
+    preset's futex_wake_us is the whole call). A socket off loopback (its receive
+    softirq on the NIC's CPU) is ``loopback_rx_us`` = 0."""
     e = extra
-    send = e.tcp_send_us + (e.loopback_rx_us if loopback else 0.0)
+    send = e.tcp_send_us + e.loopback_rx_us
     return {
         "null": (0.0, 0.0, 0.0),
         "sched_yield": (e.sched_yield_us, 0.0, 0.0),
@@ -113,8 +110,6 @@ class SyscallCosts:
     __slots__ = ("table",)
 
     def __init__(self, preset, enabled: bool = True):
-        from warmcore.models.presets import nominal_ips
-
         scale = REFERENCE_IPS / nominal_ips(preset) if enabled else 0.0
         us = 1e-6 * scale
         entry = preset.extra.syscall_us
