@@ -131,8 +131,10 @@ class ThreadPerConnection(Strategy):
         while True:
             conn = st.conn
             # SocketInputStream.read with soTimeout (JDK 8 NET_Timeout): poll(2) on the one
-            # socket, blocking until it is readable (the park below), then the read
-            t.syscall("poll", n=1)
+            # socket, blocking until it is readable (the park below), then the read (a
+            # batch has no socket)
+            if self.sockets:
+                t.syscall("poll", n=1)
             req = conn.take()
             if req is not None:
                 self.read(t)
