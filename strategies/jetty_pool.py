@@ -103,7 +103,11 @@ class Selector:
         self.produced = 0
         self.selects = 0
         self.strategy = None             # this selector's execution strategy
-        ips = server.ctx.machine.nominal_ips
+        m = server.ctx.machine
+        # epoll_wait's kernel work: base + per ready key (models/syscalls.py), priced once
+        self.epoll_s = m.syscall_cost("epoll_wait")
+        self.epoll_key_s = m.syscall_cost("epoll_wait", 1) - self.epoll_s
+        ips = m.nominal_ips
         self.select_seg = (Segment(select_us * 1e-6 * ips,
                                    (Footprint(SHARED, f"selector-{index}", 2, True),),
                                    label="select")
@@ -141,7 +145,8 @@ class Selector:
             if self.ready:
                 self.selected, self.ready = self.ready, sel
                 self.selects += 1
-                t.syscall("epoll_wait", n=len(self.selected))
+                if self.epoll_s:
+                    t.charge_io(self.epoll_s + len(self.selected) * self.epoll_key_s)
                 if self.select_seg is not None:
                     yield t.run(self.select_seg, None)
                 continue
