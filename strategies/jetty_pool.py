@@ -18,9 +18,11 @@ Selectors (``SelectorManager.defaultSelectors``, ``ManagedSelector.SelectorProdu
     production) until an arrival on one of its connections wakes it.
 
 Overheads (explicit, zero them for pure queueing checks):
-    select_us        one epoll_wait that returns ready keys (a syscall, ~1 us;
-                     plausible figure for a Linux syscall plus the copy of the
-                     ready list). Paid once per select pass, not per request.
+    select_us        the JDK's side of one select pass that returns ready keys
+                     (~1 us, plausible figure); paid once per select pass, not per
+                     request. The system calls are the machine's (models/syscalls.py):
+                     an epoll_wait per select pass (base + per ready key), a read per
+                     produced request, a futex_wait per pool-thread park.
     queue_us         a BlockingArrayQueue offer or poll, or a reserved-thread
                      hand-off: ~0.1 us for an uncontended j.u.c lock and an array
                      store (plausible assumption), plus one contended
@@ -60,7 +62,9 @@ class JettyParams(StrategyParams):
                                   description='QueuedThreadPool._idleTimeout (60000 ms)')
     selectors: int | None = Field(default=None, gt=0,
                                   description='None: SelectorManager.defaultSelectors')
-    select_us: float = Field(default=1.0, ge=0, description='one epoll_wait returning ready keys')
+    select_us: float = Field(default=1.0, ge=0, description=(
+        "the JDK's side of one select pass returning ready keys (the epoll_wait system "
+        "call itself: models/syscalls.py)"))
     queue_us: float = Field(default=0.1, ge=0, description='one queue offer/poll or hand-off')
     thread_start_us: float = Field(default=140.0, ge=0,
                                    description='kernel thread start (docs/STRATEGIES.md)')
