@@ -13,7 +13,7 @@ cdef class HardwareMachine:
     cdef public Py_ssize_t n_cpus, freq_changes
     cdef public double nominal_ips, max_ghz, c2c_ns, dram_lines
     cdef public bint dvfs_available, fluid
-    cdef public object rate_hook
+    cdef public object rate_hook, syscalls
     cdef public FluidBus bus
     cdef double[::1] _parts
     cdef bint _dyn_clock

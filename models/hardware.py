@@ -13,7 +13,8 @@ contention    contended read-modify-writes serialise on their line (models.coher
 membus        DRAM latency loaded by the socket's fill rate (models.membus)
 smt           busy siblings share the core's throughput (models.smt)
 dvfs          per-CPU clock from a cpufreq governor (models.dvfs); off: max clock fixed
-switch_costs  context switch, futex wake and wake-up latency from the preset; off: 0
+switch_costs  context switch, futex wake, wake-up latency and system calls
+              (models.syscalls) from the preset; off: 0
 energy        joules from warmcore.models.energy; off: 0
 
 Cost of one segment on ``cpu`` at ``now`` (``execute``), fields of simcore.work.COST_FIELDS:
@@ -74,6 +75,7 @@ from warmcore.models.coherence import ContendedLines, Directory, Topology
 from warmcore.models.membus import FluidBus, MemoryBus
 from warmcore.models.presets import nominal_ips
 from warmcore.models.smt import speed_table
+from warmcore.models.syscalls import SyscallCosts
 
 # execute's rate-independent parts of a segment, per CPU (cost_now re-rates them):
 # compute cycles of a lone thread, cache-hit cycles / MLP, DRAM seconds / MLP,
@@ -225,6 +227,7 @@ class HardwareMachine:
         sw = eff["switch_costs"]
         self._ctx_s = p.ctx_switch_us * 1e-6 if sw else 0.0
         self._futex_s = p.futex_wake_us * 1e-6 if sw else 0.0
+        self.syscalls = SyscallCosts(p, enabled=sw)       # models/syscalls.py
         self._wake_busy_s = p.wake_latency_busy_us * 1e-6 if sw else 0.0
         self._wake_idle_s = p.wake_latency_idle_us * 1e-6 if sw else 0.0
         shallow = p.wake_latency_busy_us + extra.cstate_shallow_exit_us
@@ -454,6 +457,9 @@ class HardwareMachine:
 
     def futex_wake_cost(self):
         return self._futex_s
+
+    def syscall_cost(self, name, n=0.0, kib=0.0):
+        return self.syscalls.cost(name, n, kib)
 
     def cpu_busy(self, cpu, now):
         if self._busy[cpu]:

@@ -35,6 +35,55 @@ class PresetExtra(BaseModel):
         "intel_idle C1/C1E exit latency, added to wake_latency_busy_us"))
     cstate_deep_after_us: float = Field(default=600.0, ge=0, description=(
         "intel_idle C6 target residency on Skylake: idle longer, the deep exit applies"))
+    # Kernel work per system call (models/syscalls.py, docs/model.md "Kernel work per
+    # request"): microseconds on the reference core (i7-3770, Ivy Bridge at 3.4 GHz,
+    # Linux 3.x-4.14 without the 2018 page-table-isolation mitigations), scaled on
+    # other presets by their single-thread speed (models.syscalls.REFERENCE_IPS).
+    syscall_us: float = Field(default=0.05, ge=0, description=(
+        "entry and exit of a system call: lmbench 'lat_syscall null' (McVoy and Staelin, "
+        "USENIX 1996) 0.04-0.06 us on 3.4-3.5 GHz Ivy Bridge/Haswell cores, ~150-200 "
+        "cycles; FlexSC (Soares and Stumm, OSDI 2010, sec. 2) puts the direct mode switch "
+        "in the same range and its indirect cost (polluted L1, TLB, predictors) above it"))
+    tcp_send_us: float = Field(default=1.5, ge=0, description=(
+        "tcp_sendmsg of a small segment down to the device (skb build, tcp_transmit_skb, "
+        "ip_queue_xmit, dev_queue_xmit): half of a loopback segment's stack work, the "
+        "other half being loopback_rx_us; the pair is set so that a loopback TCP round "
+        "trip (two writes, two reads, two wake-ups and switches) comes to the 12-20 us "
+        "that lmbench lat_tcp and netperf TCP_RR (50-80k transactions/s on one "
+        "connection) report on 2012-2015 Intel machines"))
+    loopback_rx_us: float = Field(default=1.5, ge=0, description=(
+        "the receive softirq of a loopback segment (net_rx_action, ip_rcv, tcp_v4_rcv, "
+        "queue on the peer socket, wake its reader): on loopback it runs on the sending "
+        "CPU inside the sender's write (drivers/net/loopback.c loopback_xmit -> "
+        "__netif_rx queues on this CPU's backlog, net/core/dev.c; local_bh_enable at the "
+        "end of __dev_queue_xmit runs it), so it is charged to the writer"))
+    tcp_recv_us: float = Field(default=0.7, ge=0, description=(
+        "tcp_recvmsg of a small queued segment past the entry (socket lock, skb dequeue, "
+        "the ACK decision), the copy apart: the lighter part of a round trip"))
+    copy_us_per_kib: float = Field(default=0.1, ge=0, description=(
+        "copy_to_user/copy_from_user of warm data: ~10 GB/s on one core (rep movsb, "
+        "copy_user_enhanced_fast_string on Ivy Bridge and later)"))
+    epoll_wait_us: float = Field(default=0.3, ge=0, description=(
+        "epoll_wait past the entry with events ready (ep_poll: the instance lock, the "
+        "ready list spliced): independent of the descriptors registered (Libenzi's "
+        "epoll scalability figures; Gammo, Burton, Kirsch, Lanfranco, Ottawa Linux "
+        "Symposium 2004)"))
+    epoll_event_us: float = Field(default=0.08, ge=0, description=(
+        "per ready event returned (ep_send_events: re-poll the file with tcp_poll, copy "
+        "the event out): what grows with a batch while the call's base stays shared"))
+    epoll_ctl_us: float = Field(default=0.3, ge=0, description=(
+        "epoll_ctl past the entry: the instance mutex, the item found in its red-black "
+        "tree, the file re-polled (ep_modify)"))
+    poll_fd_us: float = Field(default=0.05, ge=0, description=(
+        "poll/select per descriptor scanned, ready or not (do_poll calls each file's "
+        "->poll: fdget, sock_poll, tcp_poll): the O(n) cost epoll was made to avoid "
+        "(Banga, Mogul, Druschel, USENIX 1999; Gammo et al., OLS 2004)"))
+    futex_wait_us: float = Field(default=0.3, ge=0, description=(
+        "FUTEX_WAIT past the entry: hash the address, lock the bucket, queue the waiter "
+        "(futex_wait_setup); the switch away is ctx_switch_us"))
+    sched_yield_us: float = Field(default=0.1, ge=0, description=(
+        "sched_yield past the entry: do_sched_yield takes the run-queue lock and "
+        "schedule() picks the next task (the caller again if nobody waits)"))
     contended_waiter_cost: float = Field(default=1.0, ge=0, le=100, description=(
         "extra line transfers per other waiting core at each handover of a contended "
         "line: 1 = each waiter's copy re-fetched (test-and-test-and-set and ticket locks: "
@@ -199,6 +248,10 @@ def _steps(lo: float, hi: float, step: float) -> tuple[float, ...]:
 # * ctx_switch_us: Li, Ding, Shen (ExpCS 2007) measured 3.8 us on a 2 GHz
 #   Core-era Xeon; later cores are scaled down by single-thread speed, with
 #   KPTI (2018 kernels) costing back part of it on Meltdown-affected Intel parts.
+# * System-call costs (PresetExtra syscall_us ... sched_yield_us, models/syscalls.py)
+#   are the reference core's (i7-3770, pre-KPTI Linux) and scale on every preset by
+#   its single-thread speed (nominal_ips), so each preset has its own without
+#   repeating them here; a preset's extra may override any of them.
 
 I7_3770 = Preset(
     name="i7-3770",

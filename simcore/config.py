@@ -270,6 +270,15 @@ class WorkCfg(Strict):
     backend_us: MicrosOrZero = Field(default=0.0,
                                description='blocking call inside the handler (exponential mean)')
     invocation: Literal["BLOCKING", "NON_BLOCKING", "EITHER"] = "BLOCKING"
+    # What crosses the socket per request (every workload but a batch reads its requests
+    # from sockets and writes its responses to them): the copies of the read and write
+    # system calls (models/syscalls.py).
+    request_kib: Kib = Field(default=0.2, description=(
+        'request on the wire: a GET with a few headers, ~200 bytes (wrk sends the request '
+        'line, Host and the headers it is given)'))
+    response_kib: Kib = Field(default=0.2, description=(
+        'response on the wire: a small "hello" body with its status line and headers, '
+        '~200 bytes'))
     # Where the microseconds above were measured: None means on the simulated machine
     # itself; a preset name fixes the instruction counts (service_us x that preset's
     # instructions per us), so that changing machine.preset compares machines on the

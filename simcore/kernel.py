@@ -65,6 +65,10 @@ CTR_FIELDS = ("task_clock_s", "cycles", "instructions", "l1d_loads", "l1d_misses
 # Breakdown indices (simcore.work.CAUSES order).
 B_QUEUE, B_DISPATCH, B_COMPUTE, B_RELOAD, B_COHER, B_CONTEND, B_IO = range(7)
 
+# System calls that hand work between threads (Thread.syscall): their time is the
+# request's dispatch; the others (reads, writes, epoll) count in its compute.
+HANDOFF_CALLS = frozenset(("futex_wait", "futex_wake", "sched_yield"))
+
 SCHED_LATENCY_S = 6e-3          # sysctl_sched_latency (kernel/sched/fair.c)
 SCHED_MIN_GRANULARITY_S = 0.75e-3
 SCHED_MIGRATION_COST_S = 500e-6  # sysctl_sched_migration_cost
@@ -138,6 +142,7 @@ class Thread:
         "name",
         "pending_busy",
         "pending_dispatch",
+        "pending_io",
         "proc",
         "process",
         "rq_since",
@@ -164,6 +169,7 @@ class Thread:
         self.wait_ev: Event | None = None
         self.pending_busy = 0.0       # kernel work owed before the next segment (charge_kernel)
         self.pending_dispatch = 0.0   # hand-off time to attribute to the next request run
+        self.pending_io = 0.0         # the part of pending_busy that is the request's own I/O
         self.last_ran = -1.0
         self.ctr = [0.0] * len(CTR_FIELDS)
         self.cs = 0
@@ -206,6 +212,30 @@ class Thread:
         thing, inline on its hot paths)."""
         self.pending_busy += seconds
 
+    def syscall(self, name: str, n: float = 0.0, kib: float = 0.0) -> None:
+        """Charge one system call's kernel work as system time (as ``charge_kernel``):
+        ``name`` is one of simcore.machine.SYSCALLS (read/recv, write/send on a
+        loopback TCP socket with ``kib`` KiB copied; epoll_wait returning ``n`` ready
+        events; poll scanning ``n`` descriptors; epoll_ctl, futex_wait, futex_wake,
+        sched_yield, null); the cost is the machine's (models/syscalls.py). It does
+        not block or switch: a strategy that waits after the call parks as usual.
+        Futex and sched_yield calls are hand-off work (the request's ``dispatch``
+        cause); the others are the server's I/O (``charge_io``)."""
+        s = self.kernel.machine.syscall_cost(name, n, kib)
+        if name in HANDOFF_CALLS:
+            self.pending_busy += s
+        else:
+            self.pending_busy += s
+            self.pending_io += s
+
+    def charge_io(self, seconds: float) -> None:
+        """Charge ``seconds`` of system time for the server's I/O (a system call priced
+        by the caller with ``machine.syscall_cost``, such as the response's write): as
+        ``charge_kernel``, but counted in the request's ``compute`` cause, since it is
+        the request's own work and not a hand-off."""
+        self.pending_busy += seconds
+        self.pending_io += seconds
+
     def run(self, seg, req=None) -> Event:
         """Run ``seg`` on the CPU this thread holds; the event fires when it is done
         (including any blocking wait ``seg.block_s``). ``seg`` may be a request
@@ -228,6 +258,7 @@ class Thread:
             sys_s = self.pending_busy          # kernel work: system time
             total = ins * k.ideal_spi + sys_s
             self.pending_busy = 0.0
+            self.pending_io = 0.0
             if req is not None:
                 if req.t_start < 0.0:
                     req.t_start = now
@@ -269,8 +300,10 @@ class Thread:
         if fluid:
             self.fl_parts = True
             self.fl_req = req
+        io = self.pending_io
         if extra:
             self.pending_busy = 0.0
+            self.pending_io = 0.0
             total = dur + extra
             # Kernel work (switches, syscalls) runs cycles too, as perf counts them.
             cyc += extra * m.current_ghz(cpu.id, now) * 1e9
@@ -294,8 +327,8 @@ class Thread:
                 room = self.run_since - req.t_acc
                 if pd > room:
                     pd = room if room > 0.0 else 0.0
-            bd[B_DISPATCH] += pd + extra
-            bd[B_COMPUTE] += compute_s
+            bd[B_DISPATCH] += pd + extra - io      # the server's I/O is the request's work
+            bd[B_COMPUTE] += compute_s + io
             bd[B_RELOAD] += reload_s
             bd[B_COHER] += coher_s
             bd[B_CONTEND] += contend_s

@@ -17,6 +17,10 @@ from typing import Protocol
 
 from warmcore.simcore.work import Segment
 
+# The system calls a strategy may charge (Thread.syscall; costs: models/syscalls.py).
+SYSCALLS = ("epoll_ctl", "epoll_wait", "futex_wait", "futex_wake", "null", "poll", "read",
+            "recv", "sched_yield", "send", "write")
+
 
 class MachineModel(Protocol):
     """What the engine needs from a machine. CPUs are hardware threads 0..n_cpus-1."""
@@ -52,6 +56,11 @@ class MachineModel(Protocol):
 
     def futex_wake_cost(self) -> float:
         """CPU time (s) the waker spends in the futex-wake syscall."""
+
+    def syscall_cost(self, name: str, n: float = 0.0, kib: float = 0.0) -> float:
+        """Kernel work (s) of one system call ``name`` (one of SYSCALLS: read, write,
+        epoll_wait with ``n`` ready events, poll of ``n`` descriptors, futex_wait,
+        sched_yield, ...), ``kib`` KiB copied; ValueError for an unknown name."""
 
     def cpu_busy(self, cpu: int, now: float) -> None:
         """``cpu`` starts running a thread."""
@@ -135,6 +144,11 @@ class IdealMachine:
         return 0.0
 
     def futex_wake_cost(self):
+        return 0.0
+
+    def syscall_cost(self, name, n=0.0, kib=0.0):
+        if name not in SYSCALLS:
+            raise ValueError(f"unknown system call {name!r}; known: {', '.join(SYSCALLS)}")
         return 0.0
 
     def cpu_busy(self, cpu, now):

@@ -3,7 +3,10 @@
 A strategy is a small object (Jetty's ExecutionStrategy in spirit). It owns the
 server's threads, which it spawns in ``start`` through the simulated OS, and it
 is told when a connection becomes readable (``on_arrival``). It reports each
-handled request with ``ctx.done(req, thread)``.
+handled request with ``ctx.done(req, thread)``; the workload then charges that
+thread the ``write`` of the response (every workload but a batch, which has no
+sockets). A strategy charges the other system calls its real counterpart makes
+(``thread.syscall``; reads with ``self.read(t, n)``): docs/strategies.md lists them.
 
 It reaches the machine only through these documented calls (simcore/kernel.py):
 
@@ -12,7 +15,13 @@ It reaches the machine only through these documented calls (simcore/kernel.py):
 * on a thread: ``run(segment, req)`` (a segment of work on its CPU), ``park(timeout)``
   (futex wait), ``block(seconds)`` (blocking I/O), ``yield_cpu()`` (sched_yield),
   ``charge_kernel(seconds)`` (kernel work such as starting a thread, paid before
-  its next segment), ``cpu_has_waiters()`` (does anyone wait for this CPU?);
+  its next segment), ``syscall(name, n=0, kib=0)`` (one system call's kernel work
+  as system time, priced by the machine: read/write on a loopback TCP socket of
+  ``kib`` KiB, epoll_wait returning ``n`` events, poll of ``n`` descriptors,
+  epoll_ctl, futex_wait, futex_wake, sched_yield; models/syscalls.py),
+  ``charge_io(seconds)`` (system time of the server's own I/O, priced with
+  ``machine.syscall_cost``: the request's compute, not its dispatch),
+  ``cpu_has_waiters()`` (does anyone wait for this CPU?);
 * ``ctx.kernel.charge_blocked_io(req, seconds)``: time a request spent blocked in
   I/O on a thread the strategy unmounted it from (virtual threads).
 
@@ -61,11 +70,28 @@ class Strategy:
         self.ctx = ctx
         self.env = ctx.env
         self.kernel = ctx.kernel
+        # The read system call that brings requests in from a socket (loopback TCP,
+        # models/syscalls.py); a batch has no sockets. read_s[n]: a read returning n
+        # requests (n = 0: EAGAIN), for the n a strategy uses.
+        m = ctx.machine
+        self.sockets = ctx.cfg.workload.kind != "batch"
+        self._req_kib = ctx.cfg.work.request_kib
+        self._read_s = [m.syscall_cost("read", kib=n * self._req_kib) if self.sockets else 0.0
+                        for n in range(2)]
         try:
             self.p = self.Params.model_validate(params)
         except ValidationError as e:
             err = config_error(e, prefix="strategy.params")
             raise ConfigError(err.field, f"{err.reason} (strategy {self.name})") from None
+
+    def read(self, t, requests: int = 1) -> None:
+        """Thread ``t`` reads ``requests`` requests from a socket with one read system
+        call (0: a read that finds nothing, EAGAIN), charged as system time; free for a
+        batch. The response's write is charged by the workload (``ctx.done``)."""
+        if requests < 2:
+            t.charge_io(self._read_s[requests])
+        elif self.sockets:
+            t.syscall("read", kib=requests * self._req_kib)
 
     def start(self) -> None:
         """Spawn the server's threads (the run has not started yet)."""

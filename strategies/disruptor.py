@@ -199,6 +199,7 @@ class Disruptor(Strategy):
         while True:
             if not pr.backlog:
                 pr.idle = True
+                t.syscall("futex_wait")
                 yield t.park()
                 continue
             req = pr.backlog.popleft()
@@ -222,6 +223,7 @@ class Disruptor(Strategy):
             assert self.ring[slot] is None, "ring slot overwritten before it was consumed"
             self.ring[slot] = req
             pr.current = None
+            self.read(t)                              # the producer reads the request
             if req.produce is not None:
                 yield t.run(req.produce, req)         # the event translator fills the slot
             self._publish(seq, t)
@@ -301,6 +303,7 @@ class Disruptor(Strategy):
         if wait == "blocking":
             while self.cursor < nxt:
                 self.waiting.append(self._me(t))
+                t.syscall("futex_wait")   # BlockingWaitStrategy: Condition.await
                 yield t.park()
             return
         spin_line = (Footprint(SHARED, CURSOR, 1, False),)

@@ -59,8 +59,9 @@ class Params(StrategyParams):
         'MultithreadEventLoopGroup.DEFAULT_EVENT_LOOP_THREADS: 2 x cores (None = that).'
     ))
     epoll_us: float = Field(default=1.0, ge=0, description=(
-        'One epoll_wait per loop pass (~1 us: syscall entry/exit plus the ready-list scan and '
-        'copy-out; lmbench null-syscall 0.1-0.5 us depending on CPU and mitigations).'
+        "The JDK's side of one select pass (SelectorImpl.lockAndDoSelect, processReadyEvents "
+        "into the selected-key set), an estimate; the epoll_wait system call itself is the "
+        "machine's (models/syscalls.py: base + per ready event)."
     ))
     io_ratio: int = Field(default=50, gt=0, le=100, description=(
         'NioEventLoop ioRatio (percent of loop time for I/O versus tasks), 1..100.'
@@ -142,13 +143,19 @@ class EventLoop(Strategy):
             if not L.ready and not L.tasks:
                 L.parked = True
                 yield t.park()                 # epoll_wait with nothing ready
+            # select() / selectNow(): one epoll_wait returning the ready channels (the
+            # kernel's part, models/syscalls.py), then the JDK's selector work
+            t.syscall("epoll_wait", n=len(L.ready))
             if L.epoll is not None:
-                yield t.run(L.epoll)           # select() / selectNow()
+                yield t.run(L.epoll)
             ready = L.ready
             L.ready = deque()
             io_start = env.now
             for conn in ready:                 # processSelectedKeys
                 conn.data = False              # new input from now on re-arms the channel
+                # NioByteUnsafe.read: one read brings what the socket holds (a serial
+                # connection: the one request it may send)
+                self.read(t, 0 if conn.busy else (1 if conn.serial else len(conn.inbox)))
                 take = conn.take
                 for _ in range(len(conn.inbox)):   # what the socket holds now
                     req = take()

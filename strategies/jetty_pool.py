@@ -18,9 +18,11 @@ Selectors (``SelectorManager.defaultSelectors``, ``ManagedSelector.SelectorProdu
     production) until an arrival on one of its connections wakes it.
 
 Overheads (explicit, zero them for pure queueing checks):
-    select_us        one epoll_wait that returns ready keys (a syscall, ~1 us;
-                     plausible figure for a Linux syscall plus the copy of the
-                     ready list). Paid once per select pass, not per request.
+    select_us        the JDK's side of one select pass that returns ready keys
+                     (~1 us, plausible figure); paid once per select pass, not per
+                     request. The system calls are the machine's (models/syscalls.py):
+                     an epoll_wait per select pass (base + per ready key), a read per
+                     produced request, a futex_wait per pool-thread park.
     queue_us         a BlockingArrayQueue offer or poll, or a reserved-thread
                      hand-off: ~0.1 us for an uncontended j.u.c lock and an array
                      store (plausible assumption), plus one contended
@@ -60,7 +62,9 @@ class JettyParams(StrategyParams):
                                   description='QueuedThreadPool._idleTimeout (60000 ms)')
     selectors: int | None = Field(default=None, gt=0,
                                   description='None: SelectorManager.defaultSelectors')
-    select_us: float = Field(default=1.0, ge=0, description='one epoll_wait returning ready keys')
+    select_us: float = Field(default=1.0, ge=0, description=(
+        "the JDK's side of one select pass returning ready keys (the epoll_wait system "
+        "call itself: models/syscalls.py)"))
     queue_us: float = Field(default=0.1, ge=0, description='one queue offer/poll or hand-off')
     thread_start_us: float = Field(default=140.0, ge=0,
                                    description='kernel thread start (docs/STRATEGIES.md)')
@@ -103,7 +107,11 @@ class Selector:
         self.produced = 0
         self.selects = 0
         self.strategy = None             # this selector's execution strategy
-        ips = server.ctx.machine.nominal_ips
+        m = server.ctx.machine
+        # epoll_wait's kernel work: base + per ready key (models/syscalls.py), priced once
+        self.epoll_s = m.syscall_cost("epoll_wait")
+        self.epoll_key_s = m.syscall_cost("epoll_wait", 1) - self.epoll_s
+        ips = m.nominal_ips
         self.select_seg = (Segment(select_us * 1e-6 * ips,
                                    (Footprint(SHARED, f"selector-{index}", 2, True),),
                                    label="select")
@@ -134,12 +142,15 @@ class Selector:
                     continue
                 self.produced += 1
                 self.server.holding += 1
+                self.server.read(t)             # HttpConnection.fill: the request's read
                 if req.produce is not None:
                     yield t.run(req.produce, req)
                 return req
             if self.ready:
                 self.selected, self.ready = self.ready, sel
                 self.selects += 1
+                if self.epoll_s:
+                    t.charge_io(self.epoll_s + len(self.selected) * self.epoll_key_s)
                 if self.select_seg is not None:
                     yield t.run(self.select_seg, None)
                 continue

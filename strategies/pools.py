@@ -135,6 +135,7 @@ class TimedWaits:
         st.timed_out = False
         if timeout > 0:
             self._arm(t, st, now + timeout)
+        t.syscall("futex_wait")     # Condition.awaitNanos -> LockSupport.parkNanos -> FUTEX_WAIT
         yield t.park()
         st.waiting = False
 
@@ -393,4 +394,5 @@ class ThreadPoolExecutor(WorkerPool):
                     wake(waiters.popleft(), t)
             else:
                 waiters.append(t)          # await on notEmpty: registered before parking
+                t.syscall("futex_wait")    # LockSupport.park -> FUTEX_WAIT
                 yield t.park()

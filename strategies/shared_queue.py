@@ -48,9 +48,14 @@ class SharedQueue(Strategy):
         idle = self.idle
         ctx = self.ctx
         done = ctx.done
+        # system calls, bound once: free on the ideal machine (the M/M/c hot path)
+        read = self.read if self._read_s[1] else None
+        futex_wait_s = ctx.machine.syscall_cost("futex_wait")
         while True:
             if q:
                 req = q.popleft()
+                if read is not None:
+                    read(t)
                 if req.produce is not None:
                     yield t.run(req.produce, req)
                 yield t.run(req.consume, req)
@@ -58,4 +63,6 @@ class SharedQueue(Strategy):
             else:
                 idle.append(t)
                 ctx.arrivals_may_wake()
+                if futex_wait_s:
+                    t.charge_kernel(futex_wait_s)      # FUTEX_WAIT (a hand-off call)
                 yield t.park()

@@ -130,8 +130,14 @@ class ThreadPerConnection(Strategy):
         env = self.env
         while True:
             conn = st.conn
+            # SocketInputStream.read with soTimeout (JDK 8 NET_Timeout): poll(2) on the one
+            # socket, blocking until it is readable (the park below), then the read (a
+            # batch has no socket)
+            if self.sockets:
+                t.syscall("poll", n=1)
             req = conn.take()
             if req is not None:
+                self.read(t)
                 if req.produce is not None:
                     yield t.run(req.produce, req)
                 yield t.run(req.consume, req)

@@ -68,13 +68,13 @@ class Params(StrategyParams):
     min_spare: int = Field(default=10, ge=0, description=(
         "AbstractEndpoint minSpareThreads 10 (the executor's core size)."))
     epoll_us: float = Field(default=1.0, ge=0, description=(
-        'One epoll_wait syscall per poller pass (~1 us: syscall entry/exit plus the '
-        'ready-list scan and copy-out; lmbench null-syscall 0.1-0.5 us depending on the CPU '
-        'and Spectre/Meltdown mitigations).'
+        "The JDK's side of one poller select pass (selected-key set), an estimate; the "
+        "epoll_wait system call is the machine's (models/syscalls.py)."
     ))
     epoll_ctl_us: float = Field(default=0.5, ge=0, description=(
-        'One epoll_ctl per interest change (JDK EPollSelectorImpl.processUpdateQueue): '
-        "processKey clears OP_READ, the worker's re-registration sets it again."
+        "The JDK's side of one interest change (EPollSelectorImpl.processUpdateQueue), an "
+        "estimate; the epoll_ctl system call is the machine's. Two per request: processKey "
+        "clears OP_READ, the worker's re-registration sets it again."
     ))
     lock_us: float = Field(default=0.05, ge=0, description=(
         'Instructions of one lock acquisition + queue operation (ReentrantLock CAS, AQS '
@@ -150,8 +150,9 @@ class ThreadPool(Strategy):
                 for _ in range(len(events)):
                     yield t.run(P.events_lock)          # SynchronizedQueue.poll
                     conn = events.popleft()
+                    t.syscall("epoll_ctl")              # epoll_ctl(EPOLL_CTL_MOD, EPOLLIN)
                     if ctl is not None:
-                        yield t.run(ctl)                # epoll_ctl(EPOLL_CTL_MOD, EPOLLIN)
+                        yield t.run(ctl)
                     if conn.inbox:                      # level-triggered: readable at once
                         conn.data = READY
                         P.ready.append(conn)
@@ -161,14 +162,16 @@ class ThreadPool(Strategy):
                 P.parked = True
                 yield t.park()                          # blocked in epoll_wait
                 continue
+            t.syscall("epoll_wait", n=len(P.ready))     # select() / selectNow()
             if P.epoll is not None:
-                yield t.run(P.epoll)                    # select() / selectNow()
+                yield t.run(P.epoll)
             ready = P.ready
             P.ready = deque()
             for conn in ready:
                 conn.data = PROCESSING
+                t.syscall("epoll_ctl")                  # unreg: clear OP_READ
                 if ctl is not None:
-                    yield t.run(ctl)                    # unreg: clear OP_READ
+                    yield t.run(ctl)
                 yield from execute(t, conn)             # processSocket
 
     def _process(self, t, conn):
@@ -179,10 +182,14 @@ class ThreadPool(Strategy):
             req = take()
             if req is None:
                 break
+            self.read(t)                                # Http11InputBuffer.fill: the request
             if req.produce is not None:
                 yield t.run(req.produce, req)
             yield t.run(req.consume, req)
             ctx.done(req, t)
+        # keep-alive: the next fill(false) finds nothing (a read returning 0, EAGAIN),
+        # the processor returns OPEN and the socket goes back to the poller
+        self.read(t, 0)
         P = conn.owner
         yield t.run(P.events_lock)                      # Poller.add -> events.offer
         P.events.append(conn)

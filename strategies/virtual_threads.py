@@ -208,6 +208,7 @@ class VirtualThreads(Strategy):
             if vt is None:
                 c.idle = True
                 self.idle.append(c)
+                t.syscall("futex_wait")      # ForkJoinPool.awaitWork: LockSupport.park
                 yield t.park()
                 continue
             c.current = vt
@@ -225,6 +226,7 @@ class VirtualThreads(Strategy):
         if step == START:
             if self.start_seg is not None:
                 yield t.run(self.start_seg)
+            self.read(t)                         # the virtual thread reads its request
             if req.produce is not None:
                 yield t.run(req.produce, req)
             if req.consume.program:
@@ -365,6 +367,7 @@ class VirtualThreads(Strategy):
                 yield t.run(self.pool_lock)      # take: the queue's lock
             if not q:
                 self.pool_idle.append(t)
+                t.syscall("futex_wait")
                 yield t.park()
                 continue
             req = q.popleft()
@@ -387,6 +390,7 @@ class VirtualThreads(Strategy):
 
     def _platform_task(self, t, req):
         """A request on a platform thread: it blocks in the kernel."""
+        self.read(t)
         if req.produce is not None:
             yield t.run(req.produce, req)
         if req.consume.program:                  # the kernel runs the steps (and semaphores)

@@ -361,6 +361,7 @@ class WorkStealing(Strategy):
                 w.parked = True
                 self.parked.append(w)
                 st["parks"] += 1
+                t.syscall("futex_wait")    # Parker::park: a condvar wait (FUTEX_WAIT)
                 yield t.park()
                 continue
             if w.searching:
@@ -387,6 +388,8 @@ class WorkStealing(Strategy):
         if self.log is not None:
             self.log.append((w.index, source, req.id, task.kind))
         kind = task.kind
+        if kind != CONSUME:
+            self.read(t)                   # the task's first poll reads the request
         if kind == PRODUCE:
             yield t.run(req.produce, req)
             w.current = None

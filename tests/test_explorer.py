@@ -569,6 +569,12 @@ SAME_NUMBERS = {
     "machine.overrides.futex_wake_us": ONE_THREAD + ": no thread wakes another",
     "machine.overrides.wake_latency_idle_us": ONE_THREAD + ": the busy core never idles",
     "machine.overrides.extra.cstate_deep_after_us": ONE_THREAD + ": no core sleeps",
+    "machine.overrides.extra.epoll_ctl_us": "Jetty's selectors change no interest (no "
+                                            "epoll_ctl; Tomcat's poller does)",
+    "machine.overrides.extra.poll_fd_us": "no Jetty thread calls poll (Tomcat BIO does)",
+    "machine.overrides.extra.futex_wait_us": ONE_THREAD + ": the pool's idle threads park "
+                                             "once and are never woken to pay it",
+    "machine.overrides.extra.sched_yield_us": "no Jetty thread calls sched_yield",
     "machine.overrides.tdp_w": "one busy core draws far less than the power limit",
     "producer.cpus": "the pipeline scenario has no producer process",
     "consumer.cpus": "the pipeline scenario has no consumer process",

@@ -1,0 +1,109 @@
+"""Kernel work per system call (models/syscalls.py): each cost against its formula,
+with the numbers worked out by hand from the PresetExtra defaults."""
+
+from __future__ import annotations
+
+import pytest
+import simpy
+
+from warmcore.models.hardware import HardwareMachine
+from warmcore.models.presets import get_preset, nominal_ips, with_overrides
+from warmcore.models.syscalls import CALLS, REFERENCE_IPS, SyscallCosts
+from warmcore.simcore.kernel import Kernel
+from warmcore.simcore.machine import SYSCALLS, IdealMachine
+from warmcore.simcore.work import Segment
+
+US = 1e-6
+REF = get_preset("i7-3770")      # the reference core: scale 1
+
+
+def cost_us(name, n=0.0, kib=0.0, preset=REF):
+    return SyscallCosts(preset).cost(name, n, kib) / US
+
+
+# Defaults (us): entry 0.05, tcp_send 1.5, loopback_rx 1.5, tcp_recv 0.7, copy 0.1/KiB,
+# epoll_wait 0.3 + 0.08/event, epoll_ctl 0.3, poll 0.05/fd, futex_wait 0.3, yield 0.1.
+@pytest.mark.parametrize("name, n, kib, expected_us", [
+    ("null", 0, 0, 0.05),
+    ("read", 0, 0.2, 0.05 + 0.7 + 0.2 * 0.1),                  # 0.77
+    ("recv", 0, 1.0, 0.05 + 0.7 + 0.1),                        # 0.85
+    ("write", 0, 0.2, 0.05 + 1.5 + 1.5 + 0.2 * 0.1),           # 3.07: tx + peer's rx softirq
+    ("send", 0, 4.0, 0.05 + 1.5 + 1.5 + 0.4),                  # 3.45
+    ("epoll_wait", 1, 0, 0.05 + 0.3 + 0.08),                   # 0.43
+    ("epoll_wait", 10, 0, 0.05 + 0.3 + 0.8),                   # 1.15
+    ("epoll_ctl", 0, 0, 0.05 + 0.3),                           # 0.35
+    ("poll", 1, 0, 0.05 + 0.05),                               # 0.10
+    ("poll", 200, 0, 0.05 + 200 * 0.05),                       # 10.05: O(n) in the fds
+    ("futex_wait", 0, 0, 0.05 + 0.3),                          # 0.35
+    ("sched_yield", 0, 0, 0.05 + 0.1),                         # 0.15
+    ("futex_wake", 0, 0, 1.2),                                 # the preset's futex_wake_us
+])
+def test_each_call_costs_its_formula_on_the_reference_core(name, n, kib, expected_us):
+    assert cost_us(name, n, kib) == pytest.approx(expected_us, rel=1e-12)
+
+
+def test_epoll_wait_per_event_falls_as_batches_grow():
+    """What lets an event loop get cheaper per request under load: the call's base is
+    shared by the events it returns. (0.05 + 0.3 + 0.08 n) / n: 0.43, 0.1675, 0.12375."""
+    per_event = [cost_us("epoll_wait", n) / n for n in (1, 4, 8)]
+    assert per_event == pytest.approx([0.43, 0.1675, 0.12375], rel=1e-12)
+
+
+def test_other_presets_scale_by_single_thread_speed():
+    """scale = 1.3 x 3.4e9 / nominal_ips: xeon-sp (1.45 x 2.4 GHz) 4.42 / 3.48."""
+    xeon = get_preset("xeon-sp")
+    assert REFERENCE_IPS == nominal_ips(REF) == pytest.approx(4.42e9)
+    scale = 4.42 / 3.48
+    assert cost_us("read", 0, 0.2, xeon) == pytest.approx(0.77 * scale, rel=1e-12)
+    assert cost_us("epoll_wait", 3, 0, xeon) == pytest.approx(0.59 * scale, rel=1e-12)
+    # futex_wake stays the preset's own figure (already per preset)
+    assert cost_us("futex_wake", preset=xeon) == pytest.approx(xeon.futex_wake_us)
+
+
+def test_overridden_fields_change_their_term_only():
+    p = with_overrides(REF, extra={"poll_fd_us": 0.2, "loopback_rx_us": 0.0})
+    assert cost_us("poll", 10, 0, p) == pytest.approx(0.05 + 2.0)
+    assert cost_us("write", 0, 0, p) == pytest.approx(0.05 + 1.5)    # no loopback rx
+    assert cost_us("read", 0, 0, p) == pytest.approx(0.75)
+
+
+def test_switch_costs_off_makes_every_call_free():
+    m = HardwareMachine("i7-3770", effects={"switch_costs": False})
+    assert all(m.syscall_cost(name, 8, 4.0) == 0.0 for name in CALLS)
+    on = HardwareMachine("i7-3770")
+    assert on.syscall_cost("write", 0, 0.2) == pytest.approx(3.07 * US)
+
+
+def test_unknown_calls_are_refused_by_every_machine():
+    assert set(CALLS) == set(SYSCALLS)
+    for m in (HardwareMachine("i7-3770"), IdealMachine()):
+        with pytest.raises(ValueError, match="unknown system call 'fork'"):
+            m.syscall_cost("fork")
+
+
+def test_thread_syscall_is_system_time_before_the_next_segment():
+    """Thread.syscall charges the call as kernel work: task-clock and sys_s grow by
+    exactly its cost (besides the switch onto the CPU, ctx_switch_us = 2.0 us on this
+    preset), cycles by cost x clock, instructions not at all."""
+    env = simpy.Environment()
+    m = HardwareMachine("i7-3770", effects={"caches": False, "dvfs": False, "smt": False,
+                                            "membus": False, "energy": False})
+    k = Kernel(env, m)
+    m.bind(env, None)
+    p = k.process("p")
+    ins = 3.4e9 * 1.3 * 10 * US                 # 10 us of user work at 3.4 GHz, IPC 1.3
+
+    def body(t):
+        t.syscall("epoll_wait", n=2)            # 0.05 + 0.3 + 0.16 = 0.51 us
+        t.syscall("read", kib=1.0)              # 0.05 + 0.7 + 0.1 = 0.85 us
+        yield t.run(Segment(ins))
+
+    k.spawn(p, "t", body)
+    env.run()
+    c = k.counters_now()["processes"]["p"]
+    sys_us = 0.51 + 0.85 + REF.ctx_switch_us
+    assert REF.ctx_switch_us == 2.0
+    assert c["sys_s"] == pytest.approx(sys_us * US, rel=1e-9)
+    assert c["task_clock_s"] == pytest.approx((10 + sys_us) * US, rel=1e-9)
+    assert c["instructions"] == pytest.approx(ins)
+    assert c["cycles"] == pytest.approx((10 + sys_us) * US * 3.4e9, rel=1e-9)
