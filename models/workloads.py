@@ -25,6 +25,7 @@ from warmcore.simcore.config import (
     MAX_HORIZON_S,
     MAX_TRACE_ARRIVALS,
     MAX_TRACE_BYTES,
+    SOCKET_KINDS,
     ConfigError,
     read_text,
 )
@@ -218,10 +219,10 @@ class Workload:
         self.serial = wl.serial if wl.serial is not None else wl.kind == "saturating"
         self.connections = [Connection(i, self.serial) for i in range(n_connections)]
         # The thread that reports a request done writes its response to the socket
-        # (models/syscalls.py: loopback TCP, the peer's receive softirq included); a
-        # batch has no sockets.
+        # (models/syscalls.py: loopback TCP, the peer's receive softirq included); only
+        # workloads with sockets (simcore.config.SOCKET_KINDS).
         self.write_s = (ctx.machine.syscall_cost("write", kib=ctx.cfg.work.response_kib)
-                        if wl.kind != "batch" else 0.0)
+                        if wl.kind in SOCKET_KINDS else 0.0)
         if type(self).finished is Workload.finished and not self.serial and not self.write_s:
             self.finished = ctx.recorder.complete   # one call fewer per request
 
