@@ -46,7 +46,6 @@ from warmcore.simcore.work import (
 )
 
 LINE = 64
-SATURATING_DEPTH = 8   # pipelined requests kept in flight per saturating connection
 
 
 class Connection:
@@ -429,9 +428,47 @@ class ClosedLoop(Workload):
         self._later(self.think() if self.think else 0.0, conn)
 
 
-def saturating(ctx) -> ClosedLoop:
-    k = ctx.cfg.workload.connections
-    return ClosedLoop(ctx, clients=k * SATURATING_DEPTH, think=None, per_conn=SATURATING_DEPTH)
+class Batches(Workload):
+    """Saturating connections that send requests in batches and wait for a whole
+    batch's responses before the next (jetty-util ``EWYKBenchmark.testStrategy``:
+    submit r futures to the connection, run the strategy, get every result). The
+    requests of a batch are independent (each has its own future)."""
+
+    def __init__(self, ctx):
+        wl = ctx.cfg.workload
+        super().__init__(ctx, wl.connections)
+        sizes = wl.batches
+        gen = ctx.streams.generator("batch")
+        self.batch_size = lambda: sizes[int(gen.integers(len(sizes)))]
+        self.outstanding = [0] * wl.connections
+
+    def start(self) -> None:
+        for conn in self.connections:
+            self._send_batch(conn)
+
+    def _send_batch(self, conn: Connection) -> None:
+        n = self.batch_size()
+        self.outstanding[conn.id] = n
+        now = self.env.now
+        for _ in range(n):
+            self.deliver(self.factory.make(now, conn.id), conn)
+
+    def finished(self, req: Request, thread) -> None:
+        if self.write_s:
+            thread.charge_io(self.write_s)
+        self.ctx.recorder.complete(req)
+        self.release(req)
+        left = self.outstanding[req.conn] - 1
+        self.outstanding[req.conn] = left
+        if left == 0:
+            self._send_batch(self.connections[req.conn])
+
+
+def saturating(ctx) -> Workload:
+    wl = ctx.cfg.workload
+    if wl.batches:
+        return Batches(ctx)
+    return ClosedLoop(ctx, clients=wl.connections * wl.depth, think=None, per_conn=wl.depth)
 
 
 class Batch(Workload):

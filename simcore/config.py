@@ -176,6 +176,17 @@ class Saturating(ServiceShape):
 
     kind: Literal["saturating"]
     connections: Count = 1
+    depth: Annotated[int, Field(gt=0, le=1024)] = Field(default=8, description=(
+        "requests each connection keeps in flight (a load tool's pipelining depth; "
+        "the EWYK benchmark submits 1, 2 or 4 per call, mean 1.75: "
+        "jetty-util EWYKBenchmark.testStrategy)"))
+    batches: Annotated[list[Count], Field(min_length=1, max_length=MAX_LIST)] | None = Field(
+        default=None, description=(
+            "None: each connection keeps `depth` requests in flight. A list: each "
+            "connection sends a batch of independent requests whose size is drawn "
+            "uniformly from the list, and the next batch only once all are answered "
+            "(a client that submits r futures and waits for all of them; "
+            "jetty-util EWYKBenchmark.testStrategy: [4, 2, 2, 1, 1, 1, 1, 1])"))
 
 
 class Batch(ServiceShape):

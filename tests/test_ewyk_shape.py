@@ -56,3 +56,42 @@ def test_epc_cpu_normalised_throughput_within_25_percent_of_pc(runs):
 def test_every_run_completed_its_requests(runs):
     for r in runs.values():
         assert r["stop_reason"] == "request limit" and r["requests"] == REQUESTS
+
+
+def test_saturating_depth_is_a_validated_workload_parameter():
+    """workload.depth: requests each saturating connection keeps in flight (default 8,
+    what the scenario always used; the EWYK benchmark's client submits 1, 2 or 4)."""
+    from warmcore.simcore.config import ConfigError
+    assert load("ewyk").workload.depth == 8
+    assert load("ewyk", ["workload.depth=2"]).workload.depth == 2
+    with pytest.raises(ConfigError):
+        load("ewyk", ["workload.depth=0"])
+
+
+def test_depth_one_non_serial_keeps_one_request_per_connection_in_flight():
+    r = simulate_once(load("ewyk", ["workload.depth=1", "workload.serial=false",
+                                    "workload.connections=2"], strategy="pec",
+                           requests=200), 1)
+    assert r["requests"] == 200 and r["stop_reason"] == "request limit"
+
+
+def test_batches_send_the_next_batch_only_when_all_are_answered():
+    """workload.batches=[3]: one connection holds at most 3 requests, and a run of 300
+    completes (300 = 100 whole batches)."""
+    r = simulate_once(load("ewyk", ["workload.batches=[3]", "workload.serial=false",
+                                    "workload.connections=1"], strategy="pec",
+                           requests=300), 1)
+    assert r["requests"] == 300 and r["stop_reason"] == "request limit"
+    assert 0 < r["mean_in_system"] <= 3.0
+
+
+def test_batches_are_deterministic_and_validated():
+    from warmcore.simcore.config import ConfigError
+    sets = ["workload.batches=[4,2,2,1,1,1,1,1]", "workload.serial=false"]
+    a = simulate_once(load("ewyk", sets, strategy="epc", requests=400), 1)
+    b = simulate_once(load("ewyk", sets, strategy="epc", requests=400), 1)
+    assert a["throughput_rps"] == b["throughput_rps"]
+    with pytest.raises(ConfigError):
+        load("ewyk", ["workload.batches=[]"])
+    with pytest.raises(ConfigError):
+        load("ewyk", ["workload.batches=[0]"])
