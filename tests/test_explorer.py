@@ -526,6 +526,7 @@ VALUES = {
     "work.program": "[{service_share = 0.5}, {compute_us = 20.0}, {service_share = 0.5}]",
     "strategy.params.max_kernel_threads": 50,     # with kernel threads (below), < 2000 tasks
     "strategy.params.workers": 4,                 # fewer than the requests in flight
+    "workload.batches": "[4, 2, 1]",              # EWYKBenchmark-style batch sizes
 }
 LISTS = ("list", "int+list")
 # Controls set up before the one under test, so that its other value is valid.
