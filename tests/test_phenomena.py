@@ -51,7 +51,7 @@ def test_pipeline_dispatching_each_request_is_a_parallel_slowdown():
     "not reproduced (docs/model.md 'Known departures'): the milestone's pool thread "
     "takes back the job it has just queued before the woken thread arrives "
     "(QueuedThreadPool polls its queue right after runJob), so 7 of 8 requests are "
-    "parsed and handled on one thread: ~1.0 CPU, 1.4x pc's LLC loads, pc 1.30x faster"))
+    "parsed and handled on one thread: 0.995 CPU, 1.4x pc's LLC loads, pc 1.32x faster"))
 def test_pipeline_jetty9_milestone_is_a_parallel_slowdown_in_all_its_parts():
     """Phenomenon 1 in all its parts (issue 12) with the Jetty 9 milestone's own
     threading (strategy jetty9-milestone: the selector parses, the handling is
