@@ -167,6 +167,7 @@ class JettyServer(Strategy):
     Params = JettyParams
     needs_consumers = True      # the strategy hands tasks to pool threads
     reserved_version: str | None = None
+    park_on_cpu = False         # QueuedThreadPool's park_on_cpu (pools.py)
 
     def start(self) -> None:
         p = self.p
@@ -191,7 +192,8 @@ class JettyServer(Strategy):
                               + f" leave {left} of max_threads={p.max_threads} "
                               f"(Jetty's ThreadPoolBudget) (strategy {self.name})")
         self.pool = QueuedThreadPool(self, p.max_threads, p.min_threads, p.idle_timeout_s,
-                                     p.queue_us, p.thread_start_us)
+                                     p.queue_us, p.thread_start_us,
+                                     park_on_cpu=self.park_on_cpu)
         if self.reserved_version is not None and cap > 0:
             self.rte = ReservedThreadExecutor(self, self.pool, cap, p.idle_timeout_s,
                                               p.queue_us)

@@ -122,10 +122,13 @@ class TimedWaits:
         self.env = env
         self.kernel = kernel
 
-    def wait(self, t, timeout: float, expire):
+    def wait(self, t, timeout: float, expire, settle: Segment | None = None):
         """Park ``t`` (already registered by the caller in its waiter list) until woken
         or until ``timeout`` s pass; on timeout ``expire(t)`` unregisters it and
-        ``t.data.timed_out`` is True when the generator returns."""
+        ``t.data.timed_out`` is True when the generator returns. With ``settle`` (a
+        segment of no instructions) the futex_wait's kernel work runs on ``t``'s CPU
+        before it sleeps, as in Linux (futex_wait_setup, queue, schedule() on the
+        waiter's CPU), instead of at its next segment after the wake-up."""
         st = t.data
         now = self.env.now
         st.waiting = True
@@ -136,6 +139,8 @@ class TimedWaits:
         if timeout > 0:
             self._arm(t, st, now + timeout)
         t.syscall("futex_wait")     # Condition.awaitNanos -> LockSupport.parkNanos -> FUTEX_WAIT
+        if settle is not None:
+            yield t.run(settle)
         yield t.park()
         st.waiting = False
 
@@ -166,7 +171,7 @@ class QueuedThreadPool(WorkerPool):
 
     def __init__(self, server, max_threads: int, min_threads: int,
                  idle_timeout_s: float, queue_us: float, thread_start_us: float,
-                 name: str = "qtp"):
+                 name: str = "qtp", park_on_cpu: bool = False):
         super().__init__(server.kernel, server.ctx.server, name, thread_start_us)
         self.server = server
         self.env = server.env
@@ -180,6 +185,9 @@ class QueuedThreadPool(WorkerPool):
         self.max_queue = 0
         self.executed = 0
         self.waits = server.waits
+        # park_on_cpu: an idle thread's futex_wait runs on its CPU before it sleeps
+        # (TimedWaits.wait's ``settle``); off, it is paid after its next wake-up.
+        self.settle = Segment(0.0, label="futex-wait") if park_on_cpu else None
         ips = server.ctx.machine.nominal_ips
         self.seg = (Segment(queue_us * 1e-6 * ips,
                             (Footprint(SHARED, f"{name}-jobs", 2, True),),
@@ -244,7 +252,7 @@ class QueuedThreadPool(WorkerPool):
                 self.n_exited += 1
                 return
             waiters.append(t)
-            yield from self.waits.wait(t, self.idle_timeout, self._expire)
+            yield from self.waits.wait(t, self.idle_timeout, self._expire, self.settle)
 
 
 class ReservedThreadExecutor:

@@ -424,3 +424,68 @@ def test_deterministic_under_a_seed(strategy):
     b = json.dumps(simulate_once(c, 5), sort_keys=True)
     assert a == b
     assert a != json.dumps(simulate_once(c, 6), sort_keys=True)
+
+
+# -- jetty9-milestone ----------------------------------------------------------------------
+
+def test_milestone_selector_parses_after_a_fill_and_the_pool_handles():
+    """jetty-9.0.0.M3: onFillable runs on the selector thread (executeOnFillable=false)
+    and dispatches the handling; the next pipelined request is parsed by a pool job
+    that HttpConnection.completed queues (execute(this)), so every request costs two
+    pool dispatches while its bytes are buffered and none is handled by the selector."""
+    run = Run(cfg("jetty9-milestone", saturating(connections=1), cores=4, requests=800))
+    s = run.strategy
+    fills = s.selectors[0].strategy.selects
+    assert fills > 0
+    # the selector thread parses (after each fill) but never handles
+    parsers = {p for _, p, _, _, _ in run.done}
+    handlers = {c for _, _, c, _, _ in run.done}
+    by_selector = parsers - handlers
+    assert len(by_selector) == 1
+    # one execute per handling plus one per parse from the buffer (requests - fills)
+    executed = s.pool.executed - len(s.selectors)      # minus the selectors' own jobs
+    n = run.ctx.recorder.completed
+    assert abs(executed - (2 * n - fills)) <= 2
+    # a saturating connection keeps 8 requests in flight: one fill reads them all
+    assert fills < n / 4
+
+
+def test_milestone_pool_thread_pays_its_futex_wait_before_it_sleeps():
+    """park_on_cpu: a returning pool thread's futex_wait (and the response's write
+    charged after its last segment) runs on its CPU before it sleeps: nothing owed
+    while parked. pec's idle pool threads owe exactly the write plus one futex_wait
+    (models/syscalls.py) until their next wake-up."""
+    kw = dict(workload=saturating(connections=1), cores=None, machine="i7-3770",
+              requests=400)
+    j9 = Run(cfg("jetty9-milestone", **kw))
+    pec = Run(cfg("pec", **kw))
+    fw = pec.ctx.machine.syscall_cost("futex_wait")
+    assert fw > 0
+
+    def idle_owed(r):
+        return [t.pending_busy for t in r.strategy.pool.waiters]
+
+    assert idle_owed(j9) and all(o == 0.0 for o in idle_owed(j9))
+    owed = fw + pec.ctx.workload.write_s
+    assert idle_owed(pec) and all(abs(o - owed) < 1e-15 for o in idle_owed(pec))
+
+
+@pytest.mark.parametrize("invocation", ["BLOCKING", "EITHER"])
+def test_milestone_conserves_requests_and_does_not_deadlock(invocation):
+    r = simulate_once(cfg("jetty9-milestone", saturating(16), cores=2, requests=3000,
+                          work={"backend_us": 30.0, "invocation": invocation},
+                          params={"max_threads": 6, "min_threads": 2}), 3)
+    assert r["stop_reason"] == "request limit"
+    assert r["requests"] == 3000 and not r["warnings"]
+    run = Run(cfg("jetty9-milestone", open_loop(120_000, connections=6), cores=2),
+              sample_every=0.002)
+    assert run.samples
+    for _, _, arrived, completed, in_system, held in run.samples:
+        assert arrived == completed + in_system == completed + held
+
+
+def test_milestone_deterministic_under_a_seed():
+    c = cfg("jetty9-milestone", saturating(2), cores=4, requests=1500, machine="i7-3770",
+            params={"select_us": 1.0, "queue_us": 0.1, "thread_start_us": 140.0})
+    a = json.dumps(simulate_once(c, 5), sort_keys=True)
+    assert a == json.dumps(simulate_once(c, 5), sort_keys=True)
