@@ -304,7 +304,7 @@ class OpenLoop(Workload):
             env = self.env
             # An arrival already due (deferred) gets an event now, so it is delivered
             # after the caller has finished parking, never in the middle of it.
-            delay = self.t_next - env.now
+            delay = self.t_next - env._now     # hot path: see kernel.fast_timeout
             fast_timeout(env, delay if delay > 0.0 else 0.0).callbacks.append(
                 self._arrival_event)
 
@@ -313,8 +313,9 @@ class OpenLoop(Workload):
         k = self.ctx.kernel
         k.collect_wakes()
         self._deliver_next()
-        if self.t_next <= self.env.now:
-            self.catch_up(self.env.now)
+        now = self.env._now      # hot path: see kernel.fast_timeout
+        if self.t_next <= now:
+            self.catch_up(now)
         self._schedule()
         k.run_collected()
 

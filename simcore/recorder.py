@@ -91,7 +91,7 @@ class Recorder:
 
     def complete(self, req, thread=None) -> None:
         """``req`` has been served (``thread`` is who finished it, unused here)."""
-        now = self.env.now
+        now = self.env._now     # the hot path reads SimPy's clock directly (kernel.fast_timeout)
         if now >= self.next_due:        # a deferred arrival is due: deliver it first
             self.catch_up(now)
         n = self.in_system
