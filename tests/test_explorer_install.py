@@ -92,3 +92,21 @@ def test_explore_refuses_a_bad_port(capsys):
 
     assert main(["explore", "--port", "70000"]) == 2
     assert capsys.readouterr().err.strip() == "warmcore: --port: 70000 is not a TCP port"
+
+
+def test_explore_serves_on_loopback_and_caps_uploads_in_the_server(monkeypatch, capsys):
+    """``warmcore explore`` hands Streamlit loopback, headless and the smallest upload cap
+    (1 MB), so an oversized file is refused before the app reads it into memory."""
+    import os
+
+    from warmcore.cli import main
+
+    calls = []
+    monkeypatch.setattr(os, "execv", lambda exe, argv: calls.append(argv))
+    assert main(["explore", "--port", "8765"]) == 0
+    argv = calls[0]
+    assert argv[1:4] == ["-m", "streamlit", "run"] and argv[4].endswith("app.py")
+    flags = dict(zip(argv[5::2], argv[6::2]))
+    assert flags["--server.address"] == "127.0.0.1" and flags["--server.port"] == "8765"
+    assert flags["--server.headless"] == "true" and flags["--server.maxUploadSize"] == "1"
+    assert "http://127.0.0.1:8765/" in capsys.readouterr().out

@@ -270,7 +270,10 @@ def cmd_explore(args) -> int:
     print(f"warmcore explorer: http://127.0.0.1:{args.port}/  (Ctrl-C stops it)", flush=True)
     cmd = [sys.executable, "-m", "streamlit", "run", str(app),
            "--server.address", "127.0.0.1", "--server.port", str(args.port),
-           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+           "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           # Streamlit's smallest upload cap (MB): an oversized file is refused by the
+           # server before it is read into memory; the app's own cap is 64 KiB.
+           "--server.maxUploadSize", "1"]
     # Streamlit replaces this process: a signal to it (Ctrl-C, kill) stops the server
     # itself, and no child outlives its parent.
     os.execv(sys.executable, cmd)
