@@ -476,15 +476,16 @@ class Scenario(Strict):
 
     def with_(self, changes: dict | None = None, /, *, strategy: str | None = None,
               seed: int | None = None, requests: int | None = None,
-              duration_s: float | None = None) -> Scenario:
+              duration_s: float | None = None, keep: Sequence[str] = ()) -> Scenario:
         """A new scenario with ``{dotted.path: value}`` changes, and optionally another
-        strategy (its tunables reset, as ``--strategy`` does), seed or run length."""
+        strategy (its tunables reset, as ``--strategy`` does, except those changed
+        here and the tunable names in ``keep``), seed or run length."""
         data = self.to_data()
         for path, value in (changes or {}).items():
             set_path(data, path.split("."), copy.deepcopy(value))
         if strategy is not None:
-            switch_strategy(data, strategy, keep=[p.split(".")[2] for p in changes or {}
-                                                  if p.startswith("strategy.params.")])
+            switch_strategy(data, strategy, keep=[*keep, *(p.split(".")[2] for p in changes or {}
+                                                          if p.startswith("strategy.params."))])
         if seed is not None:
             data["seed"] = seed
         set_run_limit(data, requests=requests, duration_s=duration_s)

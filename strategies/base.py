@@ -85,11 +85,17 @@ class Strategy:
         self._req_kib = ctx.cfg.work.request_kib
         self._read_s = [m.syscall_cost("read", kib=n * self._req_kib) if self.sockets else 0.0
                         for n in range(2)]
+        self.p = self.validate_params(params)
+
+    @classmethod
+    def validate_params(cls, params: dict):
+        """The strategy's tunables validated (its ``Params``), or a ConfigError naming
+        the field, the reason and the strategy."""
         try:
-            self.p = self.Params.model_validate(params)
+            return cls.Params.model_validate(params)
         except ValidationError as e:
             err = config_error(e, prefix="strategy.params")
-            raise ConfigError(err.field, f"{err.reason} (strategy {self.name})") from None
+            raise ConfigError(err.field, f"{err.reason} (strategy {cls.name})") from None
 
     def read(self, t, requests: int = 1) -> None:
         """Thread ``t`` reads ``requests`` requests from a socket with one read system

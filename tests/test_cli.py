@@ -167,6 +167,32 @@ def test_switching_strategy_drops_the_scenarios_own_tunables_but_keeps_command_l
     assert load(str(f), strategy="shared-queue").strategy.params == {"threads": 2}
 
 
+def test_compare_applies_command_line_tunables_to_every_compared_strategy(capsys):
+    """``compare --set strategy.params.NAME=...`` reaches every strategy, not only the
+    scenario's own: pec with a 5 us select pass is slower than pec's default, and its
+    JSON is the same as ``run --strategy pec`` with the same --set."""
+    base = ["compare", "pipeline", "--strategies", "pc,pec", "--requests", "1500", "--json"]
+    code, out, _ = run_cli(base + ["--set", "strategy.params.select_us=5"], capsys)
+    assert code == 0
+    slow = {r["strategy"]: r for r in json.loads(out)}
+    code, out, _ = run_cli(base, capsys)
+    default = {r["strategy"]: r for r in json.loads(out)}
+    for name in ("pc", "pec"):
+        assert slow[name]["throughput_rps"] < 0.95 * default[name]["throughput_rps"]
+    code, out, _ = run_cli(["run", "pipeline", "--strategy", "pec", "--requests", "1500",
+                            "--set", "strategy.params.select_us=5", "--json"], capsys)
+    assert json.loads(out) == slow["pec"]
+
+
+def test_compare_refuses_a_tunable_one_strategy_lacks_before_running_any(capsys):
+    code, out, err = run_cli(["compare", "pipeline", "--strategies", "pc,thread-pool",
+                              "--requests", "500", "--set", "strategy.params.select_us=5"],
+                             capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == ("warmcore: strategy.params.select_us: unknown key "
+                           "(strategy thread-pool)")
+
+
 def test_every_strategy_runs_every_built_in_scenario(capsys):
     from warmcore.simcore.config import builtin_names
     from warmcore.registry import strategies

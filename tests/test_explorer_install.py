@@ -106,7 +106,7 @@ def test_explore_serves_on_loopback_and_caps_uploads_in_the_server(monkeypatch, 
     assert main(["explore", "--port", "8765"]) == 0
     argv = calls[0]
     assert argv[1:4] == ["-m", "streamlit", "run"] and argv[4].endswith("app.py")
-    flags = dict(zip(argv[5::2], argv[6::2]))
+    flags = dict(zip(argv[5::2], argv[6::2], strict=True))
     assert flags["--server.address"] == "127.0.0.1" and flags["--server.port"] == "8765"
     assert flags["--server.headless"] == "true" and flags["--server.maxUploadSize"] == "1"
     assert "http://127.0.0.1:8765/" in capsys.readouterr().out

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from warmcore import build
 from warmcore.comparison import with_strategy
+from warmcore.registry import get_strategy
 from warmcore.result import Result
 from warmcore.simcore.config import Scenario
 
@@ -66,8 +67,14 @@ def compare(scenario: ScenarioLike, strategies: Iterable[str],
             requests: int | None = None, duration: float | None = None,
             progress: Callable[[Result], None] | None = None,
             max_wall: float | None = None,
-            should_stop: Callable[[float], bool] | None = None) -> list[Result]:
+            should_stop: Callable[[float], bool] | None = None,
+            keep_params: Iterable[str] = ()) -> list[Result]:
     """One result per strategy (and per offered load, if given), in that order.
+
+    A strategy other than the scenario's runs with its default tunables, except
+    those named in ``keep_params`` (the scenario's values of them carried over;
+    ``warmcore compare`` passes the ``--set strategy.params.NAME`` given to it): a
+    strategy that has no such tunable is a ConfigError naming it.
 
     Every run uses the same seed, so all strategies see the same arrivals and
     service demands (common random numbers). A load sets the open-loop rate, the
@@ -78,14 +85,19 @@ def compare(scenario: ScenarioLike, strategies: Iterable[str],
     sc = as_scenario(scenario)
     if requests is not None or duration is not None:
         sc = sc.with_(requests=requests, duration_s=duration)
+    keep = list(keep_params)
     results = []
     load_list = list(loads) if loads is not None else [None]
-    jobs = [(name, load) for name in strategies for load in load_list]
-    for i, (name, load) in enumerate(jobs):
+    # every run's scenario is built (validated) before the first runs: a bad one is
+    # reported at once, not after the others have spent their time
+    jobs = [(load, with_strategy(sc, name, load, keep))
+            for name in strategies for load in load_list]
+    for _load, run_sc in jobs:
+        get_strategy(run_sc.strategy.name).validate_params(dict(run_sc.strategy.params))
+    for i, (load, run_sc) in enumerate(jobs):
         ask = None if should_stop is None else \
             (lambda f, i=i: should_stop((i + f) / len(jobs)))
-        r = simulate(with_strategy(sc, name, load), seed=seed, max_wall=max_wall,
-                     should_stop=ask)
+        r = simulate(run_sc, seed=seed, max_wall=max_wall, should_stop=ask)
         if load is not None:
             r = r.model_copy(update={"load": load})
             r.model_fields_set.add("load")

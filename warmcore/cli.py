@@ -201,7 +201,12 @@ def cmd_compare(args) -> int:
                          f"{load_field(cfg).replace('_', ' ')}")
     progress = None if args.json else (lambda r: print(
         f"  ran {r.strategy} load {r.load if r.load is not None else '-'}", file=sys.stderr))
-    results = compare(cfg, names, loads, progress=progress, max_wall=args.max_wall)
+    # --set strategy.params.NAME=... applies to every compared strategy, not only to
+    # the scenario's own (a strategy without that tunable is a usage error)
+    keep = [s.split("=", 1)[0].split(".")[2] for s in args.sets
+            if s.split("=", 1)[0].startswith("strategy.params.")]
+    results = compare(cfg, names, loads, progress=progress, max_wall=args.max_wall,
+                      keep_params=keep)
     for r in results:
         _warn_partial(r)
     if args.json:      # the same object per run as `run --json`, with its load

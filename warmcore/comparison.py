@@ -9,6 +9,7 @@ come from the strategies, not from the dice.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from warmcore.simcore.config import ConfigError, Scenario
 
@@ -46,14 +47,14 @@ def load_field(cfg: Scenario) -> str:
     raise ConfigError("--load", f"workload kind {kind!r} has no load to sweep")
 
 
-def with_strategy(cfg: Scenario, name: str, load=None) -> Scenario:
-    """``cfg`` run by strategy ``name`` (its own tunables kept only if it is the
-    scenario's strategy), at offered ``load`` if given."""
+def with_strategy(cfg: Scenario, name: str, load=None, keep: Sequence[str] = ()) -> Scenario:
+    """``cfg`` run by strategy ``name`` (the scenario's tunables kept only if it is the
+    scenario's strategy, or if named in ``keep``), at offered ``load`` if given."""
     changes = {}
     if load is not None:
         field = load_field(cfg)
         changes[f"workload.{field}"] = float(load) if field == "rate_per_s" else int(load)
-    return cfg.with_(changes, strategy=name)
+    return cfg.with_(changes, strategy=name, keep=keep)
 
 
 def knee(rows: list[dict]) -> float | None:

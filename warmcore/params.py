@@ -14,10 +14,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from warmcore.simcore.config import ConfigError, Scenario, config_error
+from warmcore.simcore.config import Scenario
 
 # Units by name suffix, as the scenario files spell them.
 UNITS = (("_per_s", "1/s"), ("_us", "us"), ("_ns", "ns"), ("_ms", "ms"), ("_s", "s"),
@@ -169,11 +169,7 @@ def _strategy_params(sc: Scenario) -> list[Parameter]:
     from warmcore.registry import get_strategy
 
     cls = get_strategy(sc.strategy.name)
-    try:
-        values = cls.Params.model_validate(dict(sc.strategy.params))
-    except ValidationError as e:
-        err = config_error(e, prefix="strategy.params")
-        raise ConfigError(err.field, f"{err.reason} (strategy {cls.name})") from None
+    values = cls.validate_params(dict(sc.strategy.params))
     caps = getattr(cls.Params, "GENERIC_CAPS", None)
     return [_from_field(f"strategy.params.{name}", info, getattr(values, name),
                         source=f"{cls.name} strategy", caps=caps)
