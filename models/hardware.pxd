@@ -22,6 +22,10 @@ cdef class HardwareMachine:
     cdef double _ctx_s, _futex_s, _wake_busy_s, _wake_idle_s, _wake_shallow_s, _deep_after_s
     cdef bint _dvfs, _smt, _caches, _coh, _has_l2, _membus_on, _contention
     cdef list _speed, _busy, _core_busy
+    cdef list _ghz_now, _due_at
+
+    @cython.locals(due=list)
+    cpdef double clock_ghz(self, Py_ssize_t cpu, double now)
 
     @cython.locals(ghz=double, s_per_cyc=double, ins=double, cyc=double, k=Py_ssize_t,
                    compute_s=double, reload_s=double, coher_s=double, contend_s=double,

@@ -173,6 +173,12 @@ class HardwareMachine:
         self.dvfs_available = ctl is not None or not eff["dvfs"]
         self._dvfs = ctl is not None
         self.clock = ctl if ctl is not None else _FixedClock(self._fixed_ghz)
+        # The controller's per-CPU clocks and pending-change times, read in place on the
+        # hot path (clock_ghz): a change applies through clock.ghz only when one is due.
+        self._ghz_now = getattr(ctl, "cpu_ghz", None)
+        self._due_at = getattr(ctl, "_due", None)
+        if self._ghz_now is None or self._due_at is None:
+            self._ghz_now = self._due_at = None
         self.governor = (governor or p.default_governor) if ctl is not None else "fixed"
         self.meter = _make_meter(p, self.n_cpus) if eff["energy"] else None
         self.freq_changes = 0
@@ -270,8 +276,16 @@ class HardwareMachine:
     def fixed_seconds_per_instruction(self) -> float:
         return 0.0          # costs depend on caches, clock and sharing: ask execute()
 
+    def clock_ghz(self, cpu, now):
+        """``clock.ghz(cpu, now)``, without a call while no clock change is due on
+        ``cpu`` (DvfsController keeps both lists in place)."""
+        due = self._due_at
+        if due is not None and now < due[cpu]:
+            return self._ghz_now[cpu]
+        return self.clock.ghz(cpu, now)
+
     def execute(self, cpu, seg, thread_key, now):
-        ghz = self.clock.ghz(cpu, now) if self._dvfs else self._fixed_ghz
+        ghz = self.clock_ghz(cpu, now) if self._dvfs else self._fixed_ghz
         s_per_cyc = 1.0 / (ghz * 1e9)
         ins = seg.instructions
         cyc = ins / self._ipc
@@ -370,7 +384,7 @@ class HardwareMachine:
         l1m = pa[b + 9]
         llcl = pa[b + 10]
         llcm = pa[b + 11]
-        ghz = self.clock.ghz(cpu, now) if self._dvfs else self._fixed_ghz
+        ghz = self.clock_ghz(cpu, now) if self._dvfs else self._fixed_ghz
         s_per_cyc = 1.0 / (ghz * 1e9)
         cyc = cyc0
         if self._smt:
@@ -443,7 +457,7 @@ class HardwareMachine:
 
     def current_ghz(self, cpu, now) -> float:
         """The clock of ``cpu`` now (for cycles of kernel work the engine charges)."""
-        return self.clock.ghz(cpu, now) if self._dvfs else self._fixed_ghz
+        return self.clock_ghz(cpu, now) if self._dvfs else self._fixed_ghz
 
     def switch_cost(self, cpu, prev_key, next_key):
         return self._ctx_s
