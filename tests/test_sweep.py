@@ -79,7 +79,8 @@ def test_rerun_skips_finished_points(tmp_path, monkeypatch):
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "Ctrl-C"])
 def test_a_driver_killed_or_interrupted_loses_nothing_finished(tmp_path, sig):
     """SIGKILL of the driver and its pool, or Ctrl-C (SIGINT to the process group, as a
-    terminal sends it): rerun, every point appears once and nothing is recomputed."""
+    terminal sends it): rerun, every point appears once and nothing is recomputed.
+    After Ctrl-C every run computed was also written (the batches in flight finish)."""
     spec = write_spec(tmp_path, num=40)            # 3 x 40 points x 2 replications
     out, count = tmp_path / "out", tmp_path / "count"
     env = dict(os.environ, WARMCORE_SWEEP_COUNT=str(count))
@@ -95,6 +96,8 @@ def test_a_driver_killed_or_interrupted_loses_nothing_finished(tmp_path, sig):
     before = rows(out)
     assert 0 < len(before) < 240
     ran_before = len(count.read_text().split())
+    if sig == signal.SIGINT:    # the batches in flight finished and were written too
+        assert ran_before == len(before)
     subprocess.run(cmd, env=env, check=True, capture_output=True)
     after = rows(out)
     assert len(after) == 240 and not after.duplicated(["point_id", "replication"]).any()

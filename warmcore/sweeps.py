@@ -28,8 +28,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import contextlib
 import math
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
@@ -317,16 +320,43 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path, workers: int | None = N
                     progress(len(rows))
 
         in_flight = set()                 # at most two batches a worker: bounded memory
-        while batch := batcher.take(todo):
-            in_flight.add(ex.submit(run_batch, spec_json, batch))
-            if len(in_flight) >= 2 * batcher.slots:
-                batcher.slots = capacity(ex)          # a cluster's workers come and go
+        with _ctrl_c_stops_submitting() as interrupted:
+            while not interrupted() and (batch := batcher.take(todo)):
+                in_flight.add(ex.submit(run_batch, spec_json, batch))
+                if len(in_flight) >= 2 * batcher.slots:
+                    batcher.slots = capacity(ex)          # a cluster's workers come and go
+                    finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                    collect(finished)
+            while in_flight:                  # the batches in flight finish and are written
                 finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
                 collect(finished)
-        while in_flight:
-            finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            collect(finished)
+        if interrupted():
+            raise KeyboardInterrupt
     return {**counts, "rows_skipped": len(done)}
+
+
+@contextlib.contextmanager
+def _ctrl_c_stops_submitting():
+    """While the sweep submits and collects, a first Ctrl-C (SIGINT) only sets a flag:
+    nothing more is submitted, the batches in flight finish and are written, then
+    the sweep raises KeyboardInterrupt. A KeyboardInterrupt raised at an arbitrary
+    point instead could leave the pool's internal lock held, and its shutdown
+    waiting forever. A second Ctrl-C interrupts at once. Yields ``interrupted()``.
+    Outside the main thread (signals go to it) nothing changes."""
+    flag = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag.is_set
+        return
+
+    def first(_sig, _frame):
+        flag.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    old = signal.signal(signal.SIGINT, first)
+    try:
+        yield flag.is_set
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def _n_points(spec: SweepSpec) -> int:
