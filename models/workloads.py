@@ -100,6 +100,8 @@ def work_ips(ctx) -> float:
         raise ConfigError("work.reference_preset", e.args[0]) from None
 
 
+_new_tuple = tuple.__new__
+
 class RequestFactory:
     """Builds requests and their produce/consume segments from the scenario's
     service distribution and work shape."""
@@ -131,7 +133,7 @@ class RequestFactory:
         # Per-connection state (parser, channel, buffers): reused by every request of
         # the connection and written by whoever produces or consumes it.
         self.conn_lines = work.conn_kib * 1024 / LINE
-        self.conn_fp: dict[int, tuple] = {}
+        self.conn_rest: dict[int, tuple] = {}     # conn -> _conn_parts(conn)
         self.contended_ops = round(work.contended_ops)
         self.invocation = work.invocation
         self.next_id = 0
@@ -187,24 +189,32 @@ class RequestFactory:
             return req
         s = self.service()
         req.invocation = self.invocation
-        task = (Footprint(TASK, rid, self.task_lines, True),) if self.task_lines else ()
-        cstate = ()
-        if self.conn_lines:
-            cstate = self.conn_fp.get(conn)
-            if cstate is None:
-                cstate = self.conn_fp[conn] = (
-                    Footprint(SHARED, ("conn", conn), self.conn_lines, True),)
+        lines = self.task_lines
+        # Footprints built with tuple.__new__ (a NamedTuple's own __new__ is a Python
+        # function), and the connection's part joined with the common ones once per
+        # connection: the same tuples, fewer calls per request.
+        task = (_new_tuple(Footprint, (TASK, rid, lines, True)),) if lines else ()
+        rest = self.conn_rest.get(conn)
+        if rest is None:
+            rest = self.conn_rest[conn] = self._conn_parts(conn)
+        parse_rest, consume_rest = rest
         if self.produce_ins:
-            req.produce = Segment(self.produce_ins, task + cstate + self.parse_common,
-                                  label="produce")
-            task = (Footprint(TASK, rid, self.task_lines, False),) if self.task_lines else ()
+            req.produce = Segment(self.produce_ins, task + parse_rest, label="produce")
+            task = (_new_tuple(Footprint, (TASK, rid, lines, False)),) if lines else ()
         if self.program is not None:
-            req.consume = self._make_program(s, task + cstate + self.common)
+            req.consume = self._make_program(s, task + consume_rest)
             return req
-        req.consume = Segment(s * self.ips, task + cstate + self.common, self.contended_ops,
+        req.consume = Segment(s * self.ips, task + consume_rest, self.contended_ops,
                               "contended" if self.contended_ops else None,
                               self.backend() if self.backend else 0.0, "consume")
         return req
+
+    def _conn_parts(self, conn: int) -> tuple:
+        """(produce's, consume's) footprints after the task's: the connection's state
+        (if any) and the common ones."""
+        cstate = ((Footprint(SHARED, ("conn", conn), self.conn_lines, True),)
+                  if self.conn_lines else ())
+        return cstate + self.parse_common, cstate + self.common
 
 
 class Workload:

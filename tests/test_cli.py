@@ -172,7 +172,7 @@ def test_compare_applies_command_line_tunables_to_every_compared_strategy(capsys
     scenario's own: pec with a 5 us select pass is slower than pec's default, and its
     JSON is the same as ``run --strategy pec`` with the same --set."""
     base = ["compare", "pipeline", "--strategies", "pc,pec", "--requests", "1500", "--json"]
-    code, out, _ = run_cli(base + ["--set", "strategy.params.select_us=5"], capsys)
+    code, out, _ = run_cli([*base, "--set", "strategy.params.select_us=5"], capsys)
     assert code == 0
     slow = {r["strategy"]: r for r in json.loads(out)}
     code, out, _ = run_cli(base, capsys)
