@@ -537,7 +537,9 @@ class DvfsController:
         # hardware model uses it to apply it on time when rates change during work)
         self.on_pending: Callable[[int, float], None] | None = None
         n, nd = self.n_cpus, len(self.domains)
-        self._due = [_INF] * n                  # per CPU: time a pending change is due
+        # per CPU: time a pending change is due; read in place with cpu_ghz by the
+        # hardware model (HardwareMachine.clock_ghz): both lists are only ever mutated
+        self.due_at = [_INF] * n
         self._pending: list[tuple[float, float] | None] = [None] * nd
         self._busy_since = [-1.0] * n           # -1: idle
         self._busy_total = [0.0] * n
@@ -586,7 +588,7 @@ class DvfsController:
     # -- hot path ------------------------------------------------------------
     def ghz(self, cpu: int, now: float) -> float:
         """Clock of ``cpu`` at ``now`` (O(1))."""
-        if now >= self._due[cpu]:
+        if now >= self.due_at[cpu]:
             self._apply(self.cpu_domain[cpu])
         return self.cpu_ghz[cpu]
 
@@ -598,7 +600,7 @@ class DvfsController:
         self._dom_int[d] += old * (t - self._dom_since[d])
         self._dom_since[d] = t
         for c in dom:
-            self._due[c] = _INF
+            self.due_at[c] = _INF
             if self._busy_since[c] >= 0.0:
                 self._cyc[c] += old * (t - self._cyc_t[c])
                 self._cyc_t[c] = t
@@ -610,7 +612,7 @@ class DvfsController:
                 fn(c, t, f)
 
     def _sync(self, cpu: int, now: float) -> None:
-        if now >= self._due[cpu]:
+        if now >= self.due_at[cpu]:
             self._apply(self.cpu_domain[cpu])
 
     # -- notifications -------------------------------------------------------
@@ -668,11 +670,11 @@ class DvfsController:
             if pend is not None:
                 self._pending[d] = None
                 for c in dom:
-                    self._due[c] = _INF
+                    self.due_at[c] = _INF
         elif pend is None or pend[1] != target:
             self._pending[d] = (now + self.latency_s, target)
             for c in dom:
-                self._due[c] = now + self.latency_s
+                self.due_at[c] = now + self.latency_s
             if self.latency_s <= 0.0:
                 self._apply(d)
             elif self.on_pending is not None:

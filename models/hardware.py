@@ -176,7 +176,7 @@ class HardwareMachine:
         # The controller's per-CPU clocks and pending-change times, read in place on the
         # hot path (clock_ghz): a change applies through clock.ghz only when one is due.
         self._ghz_now = getattr(ctl, "cpu_ghz", None)
-        self._due_at = getattr(ctl, "_due", None)
+        self._due_at = getattr(ctl, "due_at", None)
         if self._ghz_now is None or self._due_at is None:
             self._ghz_now = self._due_at = None
         self.governor = (governor or p.default_governor) if ctl is not None else "fixed"

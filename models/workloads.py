@@ -102,6 +102,7 @@ def work_ips(ctx) -> float:
 
 _new_tuple = tuple.__new__
 
+
 class RequestFactory:
     """Builds requests and their produce/consume segments from the scenario's
     service distribution and work shape."""

@@ -98,7 +98,7 @@ def test_a_frequency_step_in_the_middle_of_a_segment():
     def decide(_e):              # what DvfsController.sample does when it picks 1 GHz
         now = m.env.now
         ctl._pending[0] = (now + ctl.latency_s, 1.0)
-        ctl._due[0] = now + ctl.latency_s
+        ctl.due_at[0] = now + ctl.latency_s
         ctl.on_pending(0, now + ctl.latency_s)
 
     env = simpy.Environment()

@@ -203,8 +203,8 @@ def cmd_compare(args) -> int:
         f"  ran {r.strategy} load {r.load if r.load is not None else '-'}", file=sys.stderr))
     # --set strategy.params.NAME=... applies to every compared strategy, not only to
     # the scenario's own (a strategy without that tunable is a usage error)
-    keep = [s.split("=", 1)[0].split(".")[2] for s in args.sets
-            if s.split("=", 1)[0].startswith("strategy.params.")]
+    paths = [s.split("=", 1)[0] for s in args.sets]
+    keep = [p.split(".")[2] for p in paths if p.startswith("strategy.params.")]
     results = compare(cfg, names, loads, progress=progress, max_wall=args.max_wall,
                       keep_params=keep)
     for r in results:

@@ -25,10 +25,10 @@ at most the batches in flight, and running it again computes only what is missin
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
-import contextlib
 import math
 import os
 import signal
