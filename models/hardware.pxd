@@ -14,6 +14,8 @@ cdef class HardwareMachine:
     cdef public double nominal_ips, max_ghz, c2c_ns, dram_lines
     cdef public bint dvfs_available, fluid
     cdef public object rate_hook, syscalls
+    cdef public double wake_lines
+    cdef dict _wake_xfer
     cdef public FluidBus bus
     cdef double[::1] _parts
     cdef bint _dyn_clock

@@ -83,6 +83,9 @@ from warmcore.models.syscalls import SyscallCosts
 # L1 loads, L1 misses, LLC loads, LLC misses
 NPARTS = 12
 
+# wake_transfer's answer when nothing moves
+NO_TRANSFER = (0.0, 0.0, 0.0)
+
 EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs",
            "energy")
 
@@ -233,6 +236,9 @@ class HardwareMachine:
         sw = eff["switch_costs"]
         self._ctx_s = p.ctx_switch_us * 1e-6 if sw else 0.0
         self._futex_s = p.futex_wake_us * 1e-6 if sw else 0.0
+        # a wake-up's shared lines (wake_transfer): kernel work, with coherence on
+        self.wake_lines = extra.futex_wake_lines if (sw and self._coh) else 0.0
+        self._wake_xfer = {}
         self.syscalls = SyscallCosts(p, enabled=sw)       # models/syscalls.py
         self._wake_busy_s = p.wake_latency_busy_us * 1e-6 if sw else 0.0
         self._wake_idle_s = p.wake_latency_idle_us * 1e-6 if sw else 0.0
@@ -474,6 +480,25 @@ class HardwareMachine:
 
     def syscall_cost(self, name, n=0.0, kib=0.0):
         return self.syscalls.cost(name, n, kib)
+
+    def wake_transfer(self, cpu_a, cpu_b):
+        """(seconds, LLC loads, LLC misses) of one side of a futex wake-up whose other
+        side last ran on ``cpu_a``, paid on ``cpu_b``: the ``futex_wake_lines`` lines of
+        the wait structures (PresetExtra) move from ``cpu_a``'s core, one after the
+        other (each access depends on the lock or pointer before it, so no overlap):
+        ``lines * transfer_ns``. Between SMT siblings they stay in the shared L1/L2 (no
+        LLC load); across sockets each one is an LLC miss. Nothing on the same CPU."""
+        if cpu_a == cpu_b or not self.wake_lines:
+            return NO_TRANSFER
+        key = cpu_a * self.n_cpus + cpu_b
+        x = self._wake_xfer.get(key)
+        if x is None:
+            n = self.wake_lines
+            ns = self.topology.transfer_ns(cpu_a, cpu_b)
+            loads = 0.0 if self.cpu_core[cpu_a] == self.cpu_core[cpu_b] else n
+            misses = loads if ns > self._ns_llc else 0.0
+            x = self._wake_xfer[key] = (n * ns * 1e-9, loads, misses)
+        return x
 
     def cpu_busy(self, cpu, now):
         if self._busy[cpu]:

@@ -84,6 +84,16 @@ class PresetExtra(BaseModel):
     sched_yield_us: float = Field(default=0.1, ge=0, description=(
         "sched_yield past the entry: do_sched_yield takes the run-queue lock and "
         "schedule() picks the next task (the caller again if nobody waits)"))
+    futex_wake_lines: float = Field(default=12.0, ge=0, le=1000, description=(
+        "cache lines a futex wake-up moves between the waker's and the sleeper's cores, "
+        "each way (models.hardware.wake_transfer), counted from the sources of the path: "
+        "the futex hash bucket's lock and list and the sleeper's futex_q (kernel/futex.c "
+        "futex_wake, 2), the sleeper's task_struct fields try_to_wake_up writes (pi_lock, "
+        "state, on_rq, sched_entity: 3), the target run queue (rq lock, cfs_rq counts and "
+        "timeline: 3), the user-space wait object (HotSpot Parker::unpark's "
+        "pthread_mutex, pthread_cond and _counter, or glibc's; j.u.c's AQS node and "
+        "state: 4); the sleeper re-reads the same set when it resumes. An estimate by "
+        "structure, not a measurement"))
     contended_waiter_cost: float = Field(default=1.0, ge=0, le=100, description=(
         "extra line transfers per other waiting core at each handover of a contended "
         "line: 1 = each waiter's copy re-fetched (test-and-test-and-set and ticket locks: "

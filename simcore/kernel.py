@@ -153,6 +153,7 @@ class Thread:
         "state",
         "tid",
         "wait_ev",
+        "woken_from",
     )
 
     def __init__(self, kernel: Kernel, tid: int, name: str, process: Process,
@@ -175,6 +176,7 @@ class Thread:
         self.cs = 0
         self.migrations = 0
         self.futex_wakes = 0
+        self.woken_from = -1          # CPU of the thread whose futex wake made it runnable
         self.rq_since = 0.0
         self.cont = None              # remaining work of a preempted or blocking segment
         self.seg_t0 = 0.0
@@ -594,6 +596,9 @@ class Kernel:
         self.resources: dict[str, Semaphore] = {}   # named semaphores (request programs)
         self.n_queued = 0             # threads waiting in any run queue
         self.deferred: list | None = None   # zero-delay wake events being collected
+        # A futex wake-up moves its wait structures' lines between the waker's and the
+        # sleeper's cores, both ways (MachineModel.wake_transfer); off when 0.
+        self.wake_lines = bool(getattr(machine, "wake_lines", 0.0))
 
     def _trace_clock(self, cpu: int, t: float, ghz: float) -> None:
         """DVFS listener: ``cpu``'s clock became ``ghz`` at ``t``."""
@@ -676,6 +681,8 @@ class Kernel:
         if waker is not None:
             waker.pending_busy += self.machine.futex_wake_cost()
             waker.futex_wakes += 1
+            if self.wake_lines and waker.cpu is not None:
+                self._wake_lines_of_waker(t, waker)
         cpu = self._select_cpu(t, waker.cpu if waker is not None else None)
         if cpu.current is None:
             self._dispatch(cpu, t, from_idle=True)
@@ -686,6 +693,24 @@ class Kernel:
             self.n_queued += 1
             self.runqueue_max = max(self.runqueue_max, len(cpu.rq))
         return True
+
+    def _wake_lines_of_waker(self, t: Thread, waker: Thread) -> None:
+        """The waker's futex wake reads and writes the wait structures ``t``'s CPU
+        wrote when ``t`` went to sleep; ``t`` re-reads them where it resumes
+        (``_dispatch``)."""
+        t.woken_from = waker.cpu.id
+        if t.last_cpu is not None:
+            self._charge_lines(waker, t.last_cpu.id, waker.cpu.id)
+
+    def _charge_lines(self, th: Thread, from_cpu: int, on_cpu: int) -> None:
+        """``th``, on ``on_cpu``, pays the wake-up's lines last written on ``from_cpu``:
+        kernel work (system time, the hand-off's dispatch cause) and LLC loads."""
+        s, loads, misses = self.machine.wake_transfer(from_cpu, on_cpu)
+        if s:
+            th.pending_busy += s
+            ctr = th.ctr
+            ctr[K_LLCL] += loads
+            ctr[K_LLCM] += misses
 
     def _park_timeout(self, t: Thread, ev: Event) -> None:
         if t.wait_ev is ev and t.state is PARKED:    # still in that same park
@@ -746,6 +771,9 @@ class Kernel:
             t.pending_busy += m.switch_cost(cpu.id, cpu.last_tid, t.tid)
         if t.last_cpu is not None and t.last_cpu is not cpu:
             t.migrations += 1
+        if t.woken_from >= 0:
+            self._charge_lines(t, t.woken_from, cpu.id)
+            t.woken_from = -1
         t.cpu = cpu
         t.state = RUNNING
         t.run_since = now + delay

@@ -30,6 +30,7 @@ class MachineModel(Protocol):
     cpu_llc: Sequence[int]    # last-level-cache domain of each hardware thread
     cpu_socket: Sequence[int]
     nominal_ips: float        # instructions/s of one lone thread, warm caches, nominal clock
+    wake_lines: float         # lines a futex wake-up moves each way (0: wake_transfer is free)
 
     def fixed_seconds_per_instruction(self) -> float:
         """s per instruction if every segment costs exactly that on every CPU at all
@@ -56,6 +57,10 @@ class MachineModel(Protocol):
 
     def futex_wake_cost(self) -> float:
         """CPU time (s) the waker spends in the futex-wake syscall."""
+
+    def wake_transfer(self, cpu_a: int, cpu_b: int) -> tuple[float, float, float]:
+        """(seconds, LLC loads, LLC misses) one side of a futex wake-up pays on ``cpu_b``
+        for the wait structures the other side last touched on ``cpu_a``."""
 
     def syscall_cost(self, name: str, n: float = 0.0, kib: float = 0.0) -> float:
         """Kernel work (s) of one system call ``name`` (one of SYSCALLS: read, write,
@@ -145,6 +150,11 @@ class IdealMachine:
 
     def futex_wake_cost(self):
         return 0.0
+
+    wake_lines = 0.0
+
+    def wake_transfer(self, cpu_a, cpu_b):
+        return (0.0, 0.0, 0.0)
 
     def syscall_cost(self, name, n=0.0, kib=0.0):
         if name not in SYSCALLS:

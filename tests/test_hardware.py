@@ -427,3 +427,30 @@ def test_code_footprints_live_in_the_l1i_not_the_l1d():
     # Warm code then costs no L1 data misses on the next run.
     again = m.execute(0, code, 1, 2e-6)
     assert again[C_L1M] == 0
+
+
+# ------------------------------------------------------------------ wake-up line transfers
+def test_a_wake_up_moves_its_lines_at_the_topologys_transfer_cost():
+    """wake_transfer(a, b) = futex_wake_lines x transfer_ns(a, b), serial (no MLP):
+    nothing on one CPU; SMT siblings share L1/L2 (time, no LLC load); another core of
+    the LLC, another LLC: LLC loads; another socket: LLC misses too."""
+    m = machine()
+    n = TEST.extra.futex_wake_lines
+    assert n == 12.0
+    assert m.wake_transfer(0, 0) == (0.0, 0.0, 0.0)
+    assert m.wake_transfer(0, 4) == pytest.approx((n * 7e-9, 0.0, 0.0))      # SMT sibling
+    assert m.wake_transfer(0, 1) == pytest.approx((n * 40e-9, n, 0.0))       # same LLC
+    assert m.wake_transfer(0, 2) == pytest.approx((n * 100e-9, n, n))        # other LLC
+    two = TEST.model_copy(update={"sockets": 2, "name": "two-socket"})
+    m2 = machine(two)
+    assert m2.wake_transfer(0, 4) == pytest.approx((n * 130e-9, n, n))       # other socket
+
+
+def test_wake_up_lines_follow_the_knob_and_the_effects():
+    lines = TEST.model_copy(update={"extra": TEST.extra.model_copy(
+        update={"futex_wake_lines": 30.0})})
+    assert machine(lines).wake_transfer(0, 1) == pytest.approx((30 * 40e-9, 30.0, 0.0))
+    for off in ("coherence", "caches", "switch_costs"):
+        m = machine(**{off: False})
+        assert m.wake_lines == 0.0 and m.wake_transfer(0, 1) == (0.0, 0.0, 0.0), off
+    assert IdealMachine(cores=2).wake_transfer(0, 1) == (0.0, 0.0, 0.0)

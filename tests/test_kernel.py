@@ -209,3 +209,62 @@ def test_the_ideal_machine_reads_its_own_clock_with_kernel_work(strategy):
     if strategy == "pec":              # the case that read 0.9996 GHz before the fix
         assert r.sys_s > 0
     assert r.instructions * 1e-9 + r.sys_s == pytest.approx(r.task_clock_ms * 1e-3, rel=1e-9)
+
+
+def _wake_across_cores(by_thread: bool):
+    """A sleeper parked on CPU 1 woken by a thread on CPU 0 (or by no thread): the
+    machine, the waker (or None) and what the sleeper paid from the wake-up on
+    (system seconds, LLC loads)."""
+    from tests.test_hardware import TEST, machine
+    from warmcore.simcore.kernel import K_LLCL, K_SYS
+
+    env = simpy.Environment()
+    m = machine(TEST, smt=False, membus=False)
+    k = Kernel(env, m)
+
+    def sleeper(t):
+        yield t.park()
+        yield t.run(Segment(0.0))
+
+    def waker(t):
+        yield t.run(Segment(0.0))
+        k.wake(slept, t)
+        yield t.run(Segment(0.0))
+
+    slept = k.spawn(k.process("q", cpus=[1]), "sleeper", sleeper)
+    env.run(until=1e-3)
+    assert slept.state is PARKED and slept.last_cpu.id == 1
+    before = list(slept.ctr)
+    w = None
+    if by_thread:
+        w = k.spawn(k.process("p", cpus=[0]), "waker", waker)
+    else:
+        k.wake(slept)
+    env.run()
+    return m, w, (slept.ctr[K_SYS] - before[K_SYS], slept.ctr[K_LLCL] - before[K_LLCL])
+
+
+def test_a_futex_wake_across_cores_charges_both_sides_the_wake_up_lines():
+    """Kernel.wake: the waker pays the futex wake plus the wait structures' lines
+    written on the sleeper's last CPU; the sleeper, where it resumes, pays the lines
+    the waker wrote (MachineModel.wake_transfer), as system time and LLC loads. A
+    wake-up with no waker thread (an interrupt, a timeout) moves no wait structure."""
+    from tests.test_hardware import TEST
+    from warmcore.simcore.kernel import K_LLCL, K_SYS
+
+    m, w, (sys_s, llc) = _wake_across_cores(True)
+    _, _, (sys_alone, llc_alone) = _wake_across_cores(False)
+    s_lines, loads, _ = m.wake_transfer(0, 1)
+    assert loads == TEST.extra.futex_wake_lines and s_lines > 0
+    # the waker: its switch onto CPU 0, the futex wake, the lines
+    assert w.ctr[K_SYS] == pytest.approx(m.switch_cost(0, -1, w.tid) + m.futex_wake_cost()
+                                         + s_lines)
+    assert w.ctr[K_LLCL] == loads
+    assert sys_s - sys_alone == pytest.approx(s_lines)
+    assert llc - llc_alone == loads
+
+
+def test_wake_up_lines_are_off_on_the_ideal_machine():
+    from tests.test_hardware import machine
+    assert kernel(2)[1].wake_lines is False
+    assert Kernel(simpy.Environment(), machine()).wake_lines is True
