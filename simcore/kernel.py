@@ -598,7 +598,7 @@ class Kernel:
         self.deferred: list | None = None   # zero-delay wake events being collected
         # A futex wake-up moves its wait structures' lines between the waker's and the
         # sleeper's cores, both ways (MachineModel.wake_transfer); off when 0.
-        self.wake_lines = bool(getattr(machine, "wake_lines", 0.0))
+        self.wake_lines = bool(machine.wake_lines)
 
     def _trace_clock(self, cpu: int, t: float, ghz: float) -> None:
         """DVFS listener: ``cpu``'s clock became ``ghz`` at ``t``."""
