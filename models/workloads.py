@@ -282,6 +282,13 @@ class OpenLoop(Workload):
         n = wl.connections
         self.pick = sampler("empirical", 0, ctx.streams.generator("connections"),
                             values_s=list(range(n))) if n > 1 else None
+        # One request in flight per connection (wrk, wrk2): the ones due meanwhile wait
+        # at the client; ``unanswered[c]`` from a send until its response.
+        self.held = None
+        if self.serial and not getattr(wl, "pipelined", True):
+            self.held = [deque() for _ in range(n)]
+            self.unanswered = [False] * n
+            self.turnaround_s = wl.client_turnaround_us * 1e-6
 
     # Event elision. An arrival needs an event of its own only if something reacts
     # to it at that instant: an idle thread to wake. A strategy that can tell says so
@@ -339,8 +346,50 @@ class OpenLoop(Workload):
         if not c.serial:            # notify_after_append, inlined for the common case
             c.inbox.append(req)
             self.on_arrival(c)
-        elif notify_after_append(c, req):
-            self.on_arrival(c)
+        else:
+            self._hand_over(c, req)
+
+    def deliver(self, req: Request, conn: Connection) -> None:
+        self.ctx.recorder.arrive(req)
+        self._hand_over(conn, req)
+
+    def _hand_over(self, c: Connection, req: Request) -> None:
+        """Send an arrived request on ``c``, or, one request in flight per connection,
+        hold it at the client while ``c`` awaits a response."""
+        if self.held is not None:
+            if self.unanswered[c.id]:
+                self.held[c.id].append(req)     # waits for the previous response
+                return
+            self.unanswered[c.id] = True
+        if notify_after_append(c, req):
+            self.ctx.strategy.on_arrival(c)
+
+    def release(self, req: Request) -> None:
+        if self.held is None:
+            super().release(req)
+            return
+        conn = self.connections[req.conn]
+        conn.busy = False
+        held = self.held[conn.id]
+        if not held:
+            self.unanswered[conn.id] = False
+            return
+        nxt = held.popleft()
+        if self.turnaround_s > 0.0:
+            self.env.timeout(self.turnaround_s).callbacks.append(
+                lambda _e: self._send_held_later(conn, nxt))
+        else:
+            self._send_held(conn, nxt)
+
+    def _send_held(self, conn: Connection, req: Request) -> None:
+        if notify_after_append(conn, req):
+            self.ctx.strategy.on_arrival(conn)
+
+    def _send_held_later(self, conn: Connection, req: Request) -> None:
+        k = self.ctx.kernel                     # outside any thread: as _arrival_event
+        k.collect_wakes()
+        self._send_held(conn, req)
+        k.run_collected()
 
     def catch_up(self, now: float) -> None:
         """Deliver every arrival due by ``now`` that had no event of its own; stop once

@@ -143,7 +143,28 @@ class ServiceShape(Strict):
         return self
 
 
-class OpenLoop(ServiceShape):
+class KeepAlive(ServiceShape):
+    """Open-loop requests over keep-alive connections (the ``open`` and ``connections``
+    kinds): pipelined, or one request in flight per connection as wrk sends."""
+
+    pipelined: bool = Field(default=True, description=(
+        "a request due while its connection's previous one is unanswered is sent at "
+        "once (HTTP/1.1 pipelining). False: the client holds it and sends it "
+        "client_turnaround_us after that response arrives, one request in flight per "
+        "connection as wrk and wrk2 do; its latency still counts from when it was due"))
+    client_turnaround_us: MicrosOrZero = Field(default=0.0, description=(
+        "not pipelined: from a response to the next request on that connection reaching "
+        "the server (network round trip plus the load tool's own handling)"))
+
+    @model_validator(mode="after")
+    def _unpipelined_needs_serial(self):
+        if not self.pipelined and not self.serial:
+            raise ValueError("pipelined: one request in flight per connection needs serial "
+                             "connections (serial = true)")
+        return self
+
+
+class OpenLoop(KeepAlive):
     """Requests at a set rate, whatever the responses (wrk2, Jetty Load Generator)."""
 
     kind: Literal["open"]
@@ -196,7 +217,7 @@ class Batch(ServiceShape):
     jobs: Count = 8
 
 
-class Connections(ServiceShape):
+class Connections(KeepAlive):
     """Many connections, each with its own Poisson stream of requests."""
 
     kind: Literal["connections"]

@@ -537,8 +537,14 @@ PREPARE |= {k: KERNEL_THREADS for k in ("strategy.params.kernel_start_us",
                                         "strategy.params.max_kernel_threads",
                                         "strategy.params.pool")}
 PREPARE["strategy.params.lock_us"] = {**KERNEL_THREADS, "strategy.params.pool": 200}
+# the turnaround matters with one request in flight per (serial) connection
+PREPARE["workload.client_turnaround_us"] = {"workload.serial": True,
+                                            "workload.pipelined": False}
+# bool fields that may be left unset, drawn as a selectbox
+OPTIONAL_BOOLS = {"workload.serial"}
 # Controls set in the same Apply as the one under test, which cannot change alone.
-TOGETHER = {"machine.overrides.threads_per_core": {"machine.overrides.smt_throughput": "[1.0]"}}
+TOGETHER = {"machine.overrides.threads_per_core": {"machine.overrides.smt_throughput": "[1.0]"},
+            "workload.pipelined": {"workload.serial": True}}
 # Controls whose other value legitimately leaves this setup's numbers alone (pc, 400
 # requests of the pipeline scenario: one saturating connection on an i7-3770, about
 # 8 ms simulated); the scenario still changes (asserted), the figures need not.
@@ -651,6 +657,8 @@ def set_controls(at: AppTest, values: dict) -> None:
     for key, value in values.items():
         kind = "selectbox" if "." not in key else "checkbox" if isinstance(value, bool) else \
             "text_input" if isinstance(value, str) else "number_input"
+        if kind == "checkbox" and key in OPTIONAL_BOOLS:
+            kind = "selectbox"              # an optional bool: (default), True, False
         widget(at, kind, key).set_value(value)
 
 

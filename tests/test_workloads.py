@@ -117,3 +117,72 @@ def test_same_seed_gives_same_demands_whatever_the_strategy_settings():
     da = [a.workload.factory.make(0.0).consume.instructions for _ in range(200)]
     db = [b.workload.factory.make(0.0).consume.instructions for _ in range(200)]
     assert da == db and len(set(da)) == 200
+
+
+def _one_conn_web(pipelined: bool, **wl) -> dict:
+    return {"kind": "connections", "connections": 1, "rate_per_s": 500.0, "service_us": 5.0,
+            "serial": True, "pipelined": pipelined, "client_turnaround_us": 1000.0, **wl}
+
+
+def _most_unanswered_at_the_server(pipelined: bool) -> int:
+    """Run 4 busy connections; return the most requests one of them ever had at the
+    server (arrived and not yet answered: in its inbox or being handled)."""
+    cfg = scenario("web", workload={"kind": "connections", "connections": 4,
+                                    "rate_per_s": 150_000.0, "service_us": 5.0,
+                                    "serial": True, "pipelined": pipelined,
+                                    "client_turnaround_us": 20.0}, requests=3000)
+    ctx = build(cfg, 1)
+    conns = ctx.workload.connections
+    worst = [0]
+    orig = ctx.strategy.on_arrival
+
+    def probe(conn):
+        worst[0] = max(worst[0], max(len(c.inbox) + c.busy for c in conns))
+        orig(conn)
+    ctx.strategy.on_arrival = probe
+    r = finish(ctx, run_built(ctx))
+    assert r["requests"] == 3000
+    return worst[0]
+
+
+def test_unpipelined_connections_keep_one_request_at_the_server_each():
+    """workload.pipelined=false (wrk, wrk2): a request due while its connection awaits a
+    response waits at the client, so the server never holds two of one connection;
+    pipelined (the default) at the same load it does."""
+    assert _most_unanswered_at_the_server(pipelined=False) == 1
+    assert _most_unanswered_at_the_server(pipelined=True) > 1
+
+
+def test_held_requests_pay_the_client_turnaround_in_their_latency():
+    """Latency counts from when a request was due: one that waited for the previous
+    response and then client_turnaround_us (1 ms) shows it; pipelined ones do not."""
+    lat = {p: run("web", workload=_one_conn_web(p), requests=2000, seed=1)["latency_us"]
+           for p in (True, False)}
+    assert lat[False]["p99"] > 1000.0 > lat[True]["p99"], lat
+    assert lat[False]["mean"] > 2 * lat[True]["mean"], lat
+
+
+def test_unpipelined_needs_serial_connections_and_a_valid_turnaround():
+    from warmcore.simcore.config import ConfigError, load
+    with pytest.raises(ConfigError, match="pipelined"):
+        load("web", ["workload.serial=false", "workload.pipelined=false"])
+    with pytest.raises(ConfigError, match="client_turnaround_us"):
+        load("web", ["workload.client_turnaround_us=-1"])
+    with pytest.raises(ConfigError, match="client_turnaround_us"):
+        load("web", ["workload.client_turnaround_us=nan"])
+
+
+def test_traced_arrivals_on_an_unpipelined_connection_wait_for_the_response(tmp_path):
+    """Two requests due together on one connection, one in flight at a time: the second
+    is sent 5 ms (the turnaround) after the first one's 1 ms response, so its latency
+    from when it was due is their sum; pipelined, the two overlap on 4 CPUs."""
+    f = tmp_path / "arrivals.txt"
+    f.write_text("0.001\n0.001\n")
+    def max_latency(pipelined):
+        return run("mmc", workload={
+            "kind": "open", "arrival": "trace", "trace_file": str(f), "serial": True,
+            "pipelined": pipelined, "client_turnaround_us": 5000.0,
+            "service": "deterministic", "service_us": 1000.0},
+            requests=10, warmup=0.0)["latency_us"]["max"]
+    assert max_latency(False) == pytest.approx(1000.0 + 5000.0 + 1000.0, rel=1e-6)
+    assert max_latency(True) == pytest.approx(2000.0, rel=1e-6)
