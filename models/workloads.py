@@ -285,7 +285,7 @@ class OpenLoop(Workload):
         # One request in flight per connection (wrk, wrk2): the ones due meanwhile wait
         # at the client; ``unanswered[c]`` from a send until its response.
         self.held = None
-        if self.serial and not getattr(wl, "pipelined", True):
+        if self.serial and not wl.pipelined:      # the open and connections kinds
             self.held = [deque() for _ in range(n)]
             self.unanswered = [False] * n
             self.turnaround_s = wl.client_turnaround_us * 1e-6
@@ -361,8 +361,7 @@ class OpenLoop(Workload):
                 self.held[c.id].append(req)     # waits for the previous response
                 return
             self.unanswered[c.id] = True
-        if notify_after_append(c, req):
-            self.ctx.strategy.on_arrival(c)
+        self._send_held(c, req)
 
     def release(self, req: Request) -> None:
         if self.held is None:
@@ -382,6 +381,7 @@ class OpenLoop(Workload):
             self._send_held(conn, nxt)
 
     def _send_held(self, conn: Connection, req: Request) -> None:
+        """The request reaches the server's socket."""
         if notify_after_append(conn, req):
             self.ctx.strategy.on_arrival(conn)
 
