@@ -282,12 +282,16 @@ class Step(Strict):
 
 
 class ResourceCfg(Strict):
-    """A named semaphore or connection pool: ``permits`` held at once, a FIFO wait queue."""
+    """A named semaphore, connection pool or lock: ``permits`` held at once, a FIFO wait
+    queue; fair (FIFO hand-off) or not (barging: simcore.kernel.Semaphore)."""
 
     permits: Count = Field(description="held at once: the semaphore's permits or the "
                                        "pool's connections (the scenario's own)")
     op_us: MicrosOrZero = Field(default=0.05, description='CPU per acquire or release (a CAS on '
                                                     'the contended state word + queue work)')
+    fair: bool = Field(default=True, description=(
+        'FIFO hand-off (a fair Semaphore, a connection pool) or, false, barging with '
+        'waiters woken to retry (a nonfair ReentrantLock or Semaphore, glibc\'s mutex)'))
 
 
 class WorkCfg(Strict):

@@ -428,7 +428,11 @@ class Thread:
                 if sem.op is not None:
                     yield self.run(sem.op, req)
                 if not sem.acquire(self):
-                    yield self.park()                 # woken holding the permit (hand-off)
+                    self.syscall("futex_wait")
+                    yield self.park()                 # fair: woken holding the permit
+                    while not sem.fair and not sem.retry(self):
+                        self.syscall("futex_wait")    # a barger took it: park again
+                        yield self.park()
             else:
                 sem = k.resources[arg]
                 if sem.op is not None:
@@ -491,24 +495,39 @@ class Thread:
 
 
 class Semaphore:
-    """A named counting semaphore or connection pool (``[resources]``): ``permits``
-    held at once and a FIFO wait queue (a fair java.util.concurrent.Semaphore, a
-    connection pool handing connections out in request order).
+    """A named counting semaphore, connection pool or mutex (``[resources]``):
+    ``permits`` held at once and a FIFO wait queue.
 
-    ``acquire(waiter)`` takes a permit if one is free and nobody queues, else queues
-    ``waiter`` (returns False: the caller parks). ``release()`` hands the permit to
-    the first waiter (returned: the caller wakes it, paying the futex wake) or
-    frees it. ``op`` is the CPU work of each acquire or release (a CAS on the
-    contended state word and the queue bookkeeping; None when free).
+    Fair (``fair=True``: a fair java.util.concurrent.Semaphore, a connection pool
+    handing connections out in request order): ``acquire(waiter)`` takes a permit
+    if one is free and nobody queues, else queues ``waiter`` (returns False: the
+    caller parks); ``release()`` hands the permit to the first waiter (returned:
+    the caller wakes it, paying the futex wake), which owns it when it wakes.
+
+    Nonfair (``fair=False``: a ReentrantLock or nonfair Semaphore, AQS in JDK 8,
+    and glibc's default pthread mutex, a 1-permit one): ``acquire`` takes a free
+    permit even when others queue (barging) and queues otherwise, with no
+    spinning (AQS parks after its enqueue's retry, glibc after one CAS);
+    ``release()`` frees the permit and returns the first waiter to wake unless a
+    woken one has not retried yet (AQS clears the head's SIGNAL status when it
+    unparks it); the woken waiter ``retry``-s and, if a barger took the permit,
+    queues again at the head. On one CPU a holder is rarely preempted inside its
+    critical section, so nobody waits; on several, contenders meet and each
+    meeting costs a futex wait, a wake and two switches.
+    ``op`` is the CPU work of each acquire or release (a CAS on the contended
+    state word and the queue bookkeeping; None when free).
     """
 
-    __slots__ = ("acquires", "free", "max_waiting", "name", "op", "permits", "waiters", "waits")
+    __slots__ = ("acquires", "fair", "free", "max_waiting", "name", "op", "permits",
+                 "waiters", "waits", "waking")
 
-    def __init__(self, name: str, permits: int, op=None):
+    def __init__(self, name: str, permits: int, op=None, fair: bool = True):
         self.name = name
         self.permits = permits
         self.free = permits
+        self.fair = fair
         self.waiters: deque = deque()
+        self.waking = False
         self.op = op
         self.acquires = 0
         self.waits = 0
@@ -516,19 +535,38 @@ class Semaphore:
 
     def acquire(self, waiter) -> bool:
         self.acquires += 1
-        if self.free and not self.waiters:
+        if self.free and (not self.waiters or not self.fair):
             self.free -= 1
             return True
         self.waits += 1
-        self.waiters.append(waiter)
-        if len(self.waiters) > self.max_waiting:
-            self.max_waiting = len(self.waiters)
+        self._queue(waiter, self.waiters.append)
         return False
 
+    def retry(self, waiter) -> bool:
+        """A nonfair waiter woken by ``release``: take a free permit, or queue again at
+        the head (a barger took it)."""
+        self.waking = False
+        if self.free:
+            self.free -= 1
+            return True
+        self._queue(waiter, self.waiters.appendleft)
+        return False
+
+    def _queue(self, waiter, put) -> None:
+        put(waiter)
+        if len(self.waiters) > self.max_waiting:
+            self.max_waiting = len(self.waiters)
+
     def release(self):
-        if self.waiters:
-            return self.waiters.popleft()
+        if self.fair:
+            if self.waiters:
+                return self.waiters.popleft()
+            self.free += 1
+            return None
         self.free += 1
+        if self.waiters and not self.waking:
+            self.waking = True
+            return self.waiters.popleft()
         return None
 
 

@@ -134,8 +134,12 @@ class VirtualThreads(Strategy):
             return
         # Virtual threads share the scenario's named semaphores ([resources]) as
         # java.util.concurrent.Semaphore objects: a virtual thread that finds no permit
-        # parks unmounted in its FIFO queue; a release hands the permit to the first.
-        self.vsem = {name: [r.permits, deque()] for name, r in self.ctx.cfg.resources.items()}
+        # parks unmounted in its FIFO queue. Fair: a release hands the permit to the
+        # first. Nonfair: a free permit goes to whoever asks (barging) and a release
+        # unparks the first waiter to try again, one at a time (simcore.kernel.Semaphore).
+        # [free, waiters, fair, the woken waiter that has not retried yet]
+        self.vsem = {name: [r.permits, deque(), r.fair, None]
+                     for name, r in self.ctx.cfg.resources.items()}
         self.vsem_op = {name: sem.op for name, sem in self.kernel.resources.items()}
         self.sem_waiters: deque[VThread] = deque()
         self.blocked: dict = {}              # unmounted in a blocking call: id -> request
@@ -301,11 +305,17 @@ class VirtualThreads(Strategy):
                 if op is not None:
                     yield t.run(op, req)
                 sem = self.vsem[arg]
-                if sem[0] and not sem[1]:
+                retry = sem[3] is vt
+                if retry:
+                    sem[3] = None
+                if sem[0] and (not sem[1] or not sem[2]):
                     sem[0] -= 1
                     continue
-                self.stats["permit_waits"] += 1   # Semaphore.acquire parks the virtual thread
-                sem[1].append(vt)
+                if retry:                          # a barger took it: first in line again
+                    sem[1].appendleft(vt)
+                else:
+                    self.stats["permit_waits"] += 1   # Semaphore.acquire parks the vthread
+                    sem[1].append(vt)
                 if self.unmount_seg is not None:
                     yield t.run(self.unmount_seg)
                 return
@@ -314,7 +324,13 @@ class VirtualThreads(Strategy):
                 if op is not None:
                     yield t.run(op, req)
                 sem = self.vsem[arg]
-                if sem[1]:                         # hand the permit to the first waiter
+                if not sem[2]:                     # nonfair: free it, unpark one to retry
+                    sem[0] += 1
+                    if sem[1] and sem[3] is None:
+                        w = sem[3] = sem[1].popleft()
+                        w.pc -= 1                  # back to its acquire step
+                        self._push(c.queue, w, t)
+                elif sem[1]:                       # hand the permit to the first waiter
                     self._push(c.queue, sem[1].popleft(), t)
                 else:
                     sem[0] += 1

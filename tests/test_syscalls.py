@@ -107,3 +107,36 @@ def test_thread_syscall_is_system_time_before_the_next_segment():
     assert c["task_clock_s"] == pytest.approx((10 + sys_us) * US, rel=1e-9)
     assert c["instructions"] == pytest.approx(ins)
     assert c["cycles"] == pytest.approx((10 + sys_us) * US * 3.4e9, rel=1e-9)
+
+
+@pytest.mark.parametrize("fair", [False, True])
+def test_a_thread_that_waits_for_a_lock_pays_its_futex_wait(fair):
+    """Two threads on two CPUs run one program (acquire a 1-permit resource, 10 us,
+    release): the second finds it held and parks, paying FUTEX_WAIT (0.05 + 0.3 us)
+    besides the switch onto its CPU; the first pays its switch and its wake of the
+    second (counted; the wake's kernel work would run at its next segment, and it has
+    none). System time: 2 x 2.0 + 0.35 us; the second thread ends 10 us of work
+    after it is woken."""
+    from warmcore.simcore.kernel import Semaphore
+    from warmcore.simcore.work import STEP_ACQUIRE, STEP_RELEASE, STEP_RUN, Program
+
+    env = simpy.Environment()
+    m = HardwareMachine("i7-3770", effects={"caches": False, "dvfs": False, "smt": False,
+                                            "membus": False, "energy": False})
+    k = Kernel(env, m)
+    m.bind(env, None)
+    k.resources = {"m": Semaphore("m", 1, None, fair=fair)}
+    p = k.process("p")
+    prog = Program(((STEP_ACQUIRE, "m"), (STEP_RUN, Segment(3.4e9 * 1.3 * 10 * US)),
+                    (STEP_RELEASE, "m")))
+
+    def body(t):
+        yield t.run(prog)
+
+    first, second = k.spawn(p, "a", body), k.spawn(p, "b", body)
+    env.run()
+    c = k.counters_now()["processes"]["p"]
+    assert c["sys_s"] == pytest.approx((2 * 2.0 + 0.35) * US, rel=1e-9)
+    assert (first.futex_wakes, second.futex_wakes) == (1, 0)
+    assert k.resources["m"].waits == 1 and k.resources["m"].free == 1
+    assert env.now > 2 * 10 * US

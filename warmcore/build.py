@@ -242,7 +242,7 @@ def make_resources(cfg: Scenario, machine) -> dict:
             line = f"sem-{name}"
             op = Segment(r.op_us * 1e-6 * machine.nominal_ips, (Footprint(SHARED, line, 2, True),),
                          contended_ops=1, contended_line=line, label=f"sem-{name}")
-        out[name] = Semaphore(name, r.permits, op)
+        out[name] = Semaphore(name, r.permits, op, fair=r.fair)
     return out
 
 
