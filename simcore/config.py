@@ -575,10 +575,39 @@ def decode_utf8(data: bytes, where: str) -> str:
                                  f"{e.start}: 0x{data[e.start]:02x})") from None
 
 
+# Arrays and inline tables nested deeper than this are refused before parsing: tomllib
+# recurses once per level, and a recursion overflow inside its C calls can surface as
+# SystemError ("error return without exception set", seen once on CPython 3.11.7 under
+# load) instead of RecursionError. No scenario, sweep or calibration file nests more
+# than a few levels.
+MAX_TOML_NESTING = 100
+# What can hold a bracket that is not nesting: strings (multi-line first) and comments.
+_TOML_BRACKETS = re.compile(
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''
+    r"|#[^\n]*|[\[{]|[\]}]", re.S)
+
+
+def toml_nesting(text: str) -> int:
+    """The deepest nesting of brackets and braces in ``text``, outside strings and
+    comments (a table header ``[[a]]`` counts 2)."""
+    depth = deepest = 0
+    for m in _TOML_BRACKETS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
 def parse_toml(text: str, where: str) -> dict:
     """TOML text as a dict; ``where`` is "field: file" for the error line."""
     field, _, name = where.partition(": ")
     prefix = f"{name}: " if name else ""
+    if toml_nesting(text) > MAX_TOML_NESTING:
+        raise ConfigError(field, f"{prefix}not valid TOML (nested too deeply: more than "
+                                 f"{MAX_TOML_NESTING} levels)")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -598,6 +627,8 @@ def parse_set(assignment: str) -> tuple[list[str], object]:
     if not all(keys):
         raise ConfigError("--set", f"{path!r} is not a dotted path")
     try:
+        if toml_nesting(raw) > MAX_TOML_NESTING:
+            raise RecursionError
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
     except (tomllib.TOMLDecodeError, RecursionError):
         value = raw.strip()

@@ -171,6 +171,25 @@ def test_upload_bytes_are_checked_like_files():
         warmcore.Scenario.from_toml("x = " + "[" * 5000 + "]" * 5000)
 
 
+def test_nesting_is_counted_outside_strings_and_comments_and_capped_before_parsing():
+    """Deep nesting is refused before tomllib recurses into it (a recursion overflow in
+    its C calls can come out as SystemError instead of RecursionError); brackets in
+    strings and comments do not count; the cap leaves any real file alone."""
+    from warmcore.simcore.config import MAX_TOML_NESTING, parse_set, parse_toml, toml_nesting
+
+    assert toml_nesting('x = [1, [2, {a = [3]}]]') == 4
+    assert toml_nesting('[[servers]]\nname = "[[[["  # ]]]] [[[\n') == 2
+    assert toml_nesting("x = '''[[\n[[''' \ny = \"\"\"a\\\"[[[\"\"\"\nz = \"\\\\[\"") == 0
+    at_cap = "x = " + "[" * MAX_TOML_NESTING + "]" * MAX_TOML_NESTING
+    assert toml_nesting(at_cap) == MAX_TOML_NESTING
+    assert parse_toml(at_cap, "scenario")["x"] != []          # parsed, not refused
+    over = "x = " + "[" * (MAX_TOML_NESTING + 1) + "]" * (MAX_TOML_NESTING + 1)
+    with pytest.raises(warmcore.ConfigError, match="more than 100 levels"):
+        parse_toml(over, "scenario")
+    # a --set value nested too deeply stays text (validation then names the field)
+    assert parse_set("work.program=" + over[4:]) == (["work", "program"], over[4:])
+
+
 def test_no_command_prints_the_usage():
     o = run_cli([])
     assert o.code == 2 and "usage: warmcore" in o.stdout and "run" in o.stdout
