@@ -7,6 +7,7 @@ overrides. Every error becomes one line naming the field and the reason
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
@@ -612,8 +613,6 @@ def parse_toml(text: str, where: str) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(field, f"{prefix}not valid TOML ({e})") from None
-    except RecursionError:
-        raise ConfigError(field, f"{prefix}not valid TOML (nested too deeply)") from None
 
 
 def parse_set(assignment: str) -> tuple[list[str], object]:
@@ -626,12 +625,10 @@ def parse_set(assignment: str) -> tuple[list[str], object]:
     keys = path.strip().split(".")
     if not all(keys):
         raise ConfigError("--set", f"{path!r} is not a dotted path")
-    try:
-        if toml_nesting(raw) > MAX_TOML_NESTING:
-            raise RecursionError
-        value = tomllib.loads(f"v = {raw.strip()}")["v"]
-    except (tomllib.TOMLDecodeError, RecursionError):
-        value = raw.strip()
+    value = raw.strip()
+    if toml_nesting(value) <= MAX_TOML_NESTING:       # deeper: text (see parse_toml)
+        with contextlib.suppress(tomllib.TOMLDecodeError):
+            value = tomllib.loads(f"v = {value}")["v"]
     return keys, value
 
 

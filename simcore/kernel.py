@@ -427,12 +427,13 @@ class Thread:
                 sem = k.resources[arg]
                 if sem.op is not None:
                     yield self.run(sem.op, req)
-                if not sem.acquire(self):
+                got = sem.acquire(self)
+                while not got:
                     self.syscall("futex_wait")
-                    yield self.park()                 # fair: woken holding the permit
-                    while not sem.fair and not sem.retry(self):
-                        self.syscall("futex_wait")    # a barger took it: park again
-                        yield self.park()
+                    yield self.park()
+                    # fair: woken holding the permit; nonfair: try again (a barger
+                    # may have taken it: park again)
+                    got = sem.fair or sem.retry(self)
             else:
                 sem = k.resources[arg]
                 if sem.op is not None:
@@ -509,9 +510,9 @@ class Semaphore:
     permit even when others queue (barging) and queues otherwise, with no
     spinning (AQS parks after its enqueue's retry, glibc after one CAS);
     ``release()`` frees the permit and returns the first waiter to wake unless a
-    woken one has not retried yet (AQS clears the head's SIGNAL status when it
-    unparks it); the woken waiter ``retry``-s and, if a barger took the permit,
-    queues again at the head. On one CPU a holder is rarely preempted inside its
+    woken one (``waking``) has not retried yet (AQS clears the head's SIGNAL
+    status when it unparks it); the woken waiter ``retry``-s and, if a barger took
+    the permit, queues again at the head. On one CPU a holder is rarely preempted inside its
     critical section, so nobody waits; on several, contenders meet and each
     meeting costs a futex wait, a wake and two switches.
     ``op`` is the CPU work of each acquire or release (a CAS on the contended
@@ -527,7 +528,7 @@ class Semaphore:
         self.free = permits
         self.fair = fair
         self.waiters: deque = deque()
-        self.waking = False
+        self.waking = None       # nonfair: the waiter woken to retry, until it does
         self.op = op
         self.acquires = 0
         self.waits = 0
@@ -545,7 +546,7 @@ class Semaphore:
     def retry(self, waiter) -> bool:
         """A nonfair waiter woken by ``release``: take a free permit, or queue again at
         the head (a barger took it)."""
-        self.waking = False
+        self.waking = None
         if self.free:
             self.free -= 1
             return True
@@ -564,9 +565,9 @@ class Semaphore:
             self.free += 1
             return None
         self.free += 1
-        if self.waiters and not self.waking:
-            self.waking = True
-            return self.waiters.popleft()
+        if self.waiters and self.waking is None:
+            self.waking = self.waiters.popleft()
+            return self.waking
         return None
 
 

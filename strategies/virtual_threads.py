@@ -132,15 +132,12 @@ class VirtualThreads(Strategy):
                 for i in range(p.pool):
                     self.kernel.spawn(self.ctx.server, f"pool-{i}", self._pool_worker)
             return
-        # Virtual threads share the scenario's named semaphores ([resources]) as
-        # java.util.concurrent.Semaphore objects: a virtual thread that finds no permit
-        # parks unmounted in its FIFO queue. Fair: a release hands the permit to the
-        # first. Nonfair: a free permit goes to whoever asks (barging) and a release
-        # unparks the first waiter to try again, one at a time (simcore.kernel.Semaphore).
-        # [free, waiters, fair, the woken waiter that has not retried yet]
-        self.vsem = {name: [r.permits, deque(), r.fair, None]
-                     for name, r in self.ctx.cfg.resources.items()}
-        self.vsem_op = {name: sem.op for name, sem in self.kernel.resources.items()}
+        # Virtual threads share the scenario's named semaphores ([resources],
+        # simcore.kernel.Semaphore, fair or not): a virtual thread that finds no permit
+        # parks unmounted in its FIFO queue; the one a release returns is resumed
+        # (fair: holding the permit; nonfair: to try its acquire again). The kernel
+        # runs no program in this mode, so the strategy has them to itself.
+        self.vsem = self.kernel.resources
         self.sem_waiters: deque[VThread] = deque()
         self.blocked: dict = {}              # unmounted in a blocking call: id -> request
         # External submission queues, one per submitting thread (ForkJoinPool indexes
@@ -301,39 +298,28 @@ class VirtualThreads(Strategy):
                 self.env.timeout(arg).callbacks.append(lambda _e, vt=vt: self._io_done(vt))
                 return
             elif kind == STEP_ACQUIRE:
-                op = self.vsem_op[arg]
-                if op is not None:
-                    yield t.run(op, req)
                 sem = self.vsem[arg]
-                retry = sem[3] is vt
-                if retry:
-                    sem[3] = None
-                if sem[0] and (not sem[1] or not sem[2]):
-                    sem[0] -= 1
+                if sem.op is not None:
+                    yield t.run(sem.op, req)
+                if sem.waking is vt:               # woken to retry (nonfair)
+                    if sem.retry(vt):
+                        continue                   # else first in line again
+                elif sem.acquire(vt):
                     continue
-                if retry:                          # a barger took it: first in line again
-                    sem[1].appendleft(vt)
                 else:
                     self.stats["permit_waits"] += 1   # Semaphore.acquire parks the vthread
-                    sem[1].append(vt)
                 if self.unmount_seg is not None:
                     yield t.run(self.unmount_seg)
                 return
             else:
-                op = self.vsem_op[arg]
-                if op is not None:
-                    yield t.run(op, req)
                 sem = self.vsem[arg]
-                if not sem[2]:                     # nonfair: free it, unpark one to retry
-                    sem[0] += 1
-                    if sem[1] and sem[3] is None:
-                        w = sem[3] = sem[1].popleft()
-                        w.pc -= 1                  # back to its acquire step
-                        self._push(c.queue, w, t)
-                elif sem[1]:                       # hand the permit to the first waiter
-                    self._push(c.queue, sem[1].popleft(), t)
-                else:
-                    sem[0] += 1
+                if sem.op is not None:
+                    yield t.run(sem.op, req)
+                w = sem.release()
+                if w is not None:
+                    if not sem.fair:
+                        w.pc -= 1                  # back to its acquire step, to retry
+                    self._push(c.queue, w, t)
         self.ctx.done(req, t)
 
     def _guarded(self, ev, blk):
@@ -442,7 +428,7 @@ class VirtualThreads(Strategy):
         reqs.extend(vt.req for vt in self.resumed)
         reqs.extend(vt.req for vt in self.sem_waiters)
         for sem in self.vsem.values():
-            reqs.extend(vt.req for vt in sem[1])
+            reqs.extend(vt.req for vt in sem.waiters)
         for c in self.carriers:
             reqs.extend(vt.req for vt in c.queue)
             if c.current is not None:
