@@ -135,6 +135,7 @@ class Thread:
         "fl_req",
         "fl_total",
         "futex_wakes",
+        "futex_queued",
         "kernel",
         "last_cpu",
         "last_ran",
@@ -153,6 +154,7 @@ class Thread:
         "state",
         "tid",
         "wait_ev",
+        "wake_pending",
         "woken_from",
     )
 
@@ -187,6 +189,10 @@ class Thread:
         self.data = None              # free slot for the strategy
         self.run_since = 0.0          # when it got its CPU (its time slice counts from here)
         self.timed_out = False        # the last park(timeout) ended by its timeout
+        # A futex waiter is queued before it sleeps (prepare_park): a wake-up in
+        # between is remembered (wake_pending) and its park() returns at once.
+        self.futex_queued = False
+        self.wake_pending = False
         # Fluid rates (Kernel.rerate): fl_parts is True while the machine holds the
         # running segment's rate-independent parts for the CPU the thread runs on, and
         # the parts themselves (a tuple: MachineModel.parts_of) while the segment is
@@ -443,10 +449,25 @@ class Thread:
                     k.wake(waiter, self)              # futex wake, paid by this thread
         done.succeed()
 
+    def prepare_park(self) -> None:
+        """Queue this thread as a futex waiter while it still runs (FUTEX_WAIT's
+        ``futex_wait_setup``, before ``schedule()``): a kernel.wake(thread) from now on
+        is not lost if it comes before the thread parks; the next ``park()`` then
+        returns at once, as FUTEX_WAIT does when the wake-up beat it to sleep."""
+        self.futex_queued = True
+        self.wake_pending = False
+
     def park(self, timeout: float | None = None) -> Event:
         """Sleep (futex wait) until someone calls kernel.wake(thread), or, with a
-        ``timeout`` (seconds), until it expires (``thread.timed_out`` tells which)."""
+        ``timeout`` (seconds), until it expires (``thread.timed_out`` tells which).
+        After ``prepare_park``, a wake-up that came first makes it return at once."""
         k = self.kernel
+        if self.futex_queued:
+            self.futex_queued = False
+            if self.wake_pending:
+                self.wake_pending = False
+                self.timed_out = False
+                return k.env.timeout(0.0)
         ev = _new(Event)        # Event(k.env) without its __init__ call (hot path)
         ev.env = k.env
         ev.callbacks = []
@@ -698,11 +719,18 @@ class Kernel:
 
     def wake(self, t: Thread, waker: Thread | None = None) -> bool:
         """Make a parked thread runnable (futex wake). The waker, if a thread, pays
-        the syscall on its next segment. Returns False, doing nothing, if ``t`` was
-        not parked: running, runnable, or blocked in I/O (a futex wake does not
-        end a read or a sleep; only its own timer does)."""
+        the syscall on its next segment. A thread queued as a waiter but not asleep
+        yet (``prepare_park``) keeps the wake-up for its ``park()``. Returns False,
+        doing nothing, if ``t`` was not waiting: running, runnable, or blocked in
+        I/O (a futex wake does not end a read or a sleep; only its own timer does)."""
         if t.state is not PARKED:
-            return False
+            if not t.futex_queued or t.wake_pending:
+                return False
+            t.wake_pending = True          # queued, not asleep yet: its park() returns
+            if waker is not None:
+                waker.pending_busy += self.machine.futex_wake_cost()
+                waker.futex_wakes += 1
+            return True
         return self._make_runnable(t, waker)
 
     @staticmethod

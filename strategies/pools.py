@@ -140,7 +140,15 @@ class TimedWaits:
             self._arm(t, st, now + timeout)
         t.syscall("futex_wait")     # Condition.awaitNanos -> LockSupport.parkNanos -> FUTEX_WAIT
         if settle is not None:
+            t.prepare_park()        # queued on the futex while the kernel work runs
             yield t.run(settle)
+            if timeout > 0 and self.env.now >= st.since + timeout - 1e-12 \
+                    and not t.wake_pending:
+                st.expire(t)        # the timeout passed before it slept: ETIMEDOUT
+                st.timed_out = True
+                st.waiting = False
+                t.futex_queued = False
+                return
         yield t.park()
         st.waiting = False
 
@@ -157,12 +165,14 @@ class TimedWaits:
         if not st.waiting:
             return
         deadline = st.since + st.timeout
-        if self.env.now >= deadline - 1e-12 and t.is_parked:
+        if self.env.now < deadline - 1e-12:
+            self._arm(t, st, deadline)
+        elif t.is_parked:
             st.expire(t)
             st.timed_out = True
             self.kernel.wake(t)
-        else:
-            self._arm(t, st, max(deadline, self.env.now))
+        # else: still settling (wait() checks the deadline before it parks) or already
+        # woken: nothing to do. Re-arming at now would spin at this instant forever.
 
 
 class QueuedThreadPool(WorkerPool):

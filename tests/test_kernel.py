@@ -85,6 +85,44 @@ def test_a_cpu_going_idle_pulls_a_thread_queued_elsewhere():
     assert cpu == 1 and t == pytest.approx(310 * US)   # pulled when CPU 1 went idle
 
 
+def test_a_wake_up_before_a_queued_waiter_sleeps_is_not_lost():
+    """FUTEX_WAIT queues the waiter before schedule(): a futex wake in between makes
+    its sleep return at once (prepare_park, then park). Without prepare_park a wake
+    of a running thread does nothing, as before."""
+    env, k = kernel(2)
+    p = k.process("p")
+    resumed = {}
+
+    def waiter(t):
+        t.prepare_park()
+        yield t.run(seg(10))            # the futex_wait's kernel work, still on the CPU
+        yield t.park()
+        resumed["at"] = env.now
+
+    def waker(t):
+        yield t.run(seg(5))
+        resumed["woke"] = k.wake(w, t)
+        resumed["again"] = k.wake(w, t)  # one wake-up is kept, not two
+        yield t.run(seg(1))
+
+    w = k.spawn(p, "waiter", waiter)
+    v = k.spawn(p, "waker", waker)
+    env.run()
+    assert resumed == {"woke": True, "again": False, "at": pytest.approx(10 * US)}
+    assert v.futex_wakes == 1 and w.cs == 1      # it never slept: exited, one switch
+    assert not w.futex_queued and not w.wake_pending
+
+    env, k = kernel(1)
+    p = k.process("p")
+
+    def runner(t):
+        yield t.run(seg(10))
+
+    r = k.spawn(p, "runner", runner)
+    env.run(until=5 * US)
+    assert k.wake(r) is False and not r.wake_pending
+
+
 def test_park_with_timeout_reports_which_ended_it():
     env, k = kernel()
     p = k.process("p")

@@ -16,6 +16,7 @@ from warmcore.simcore.config import ConfigError, validate
 from warmcore.build import build, finish, run_built, simulate_once
 from warmcore.strategies.adaptive import EPC, IDLE, PC, PEC, PIC, PRODUCING, REPRODUCING
 from warmcore.strategies.jetty_pool import ceil_pow2, default_selectors, reserved_capacity
+from tests.helpers import scenario
 
 JETTY = ("pc", "pec", "epc", "adaptive")
 ZERO = {"select_us": 0.0, "queue_us": 0.0, "thread_start_us": 0.0}
@@ -489,3 +490,26 @@ def test_milestone_deterministic_under_a_seed():
             params={"select_us": 1.0, "queue_us": 0.1, "thread_start_us": 140.0})
     a = json.dumps(simulate_once(c, 5), sort_keys=True)
     assert a == json.dumps(simulate_once(c, 5), sort_keys=True)
+
+
+def test_a_pool_thread_woken_while_it_settles_into_its_futex_wait_is_not_lost():
+    """Regression (fuzz, `compare contended --strategies jetty9-milestone`, seed 137):
+    a QueuedThreadPool thread paying its futex_wait on its CPU (park_on_cpu) missed a
+    wake-up that came meanwhile, slept until its 60 s idle timeout (300 messages then
+    took 60 simulated seconds), and the timer then re-armed at the same instant
+    forever. Now the wake-up is kept (Thread.prepare_park) and the run ends in
+    milliseconds. Run under an alarm so that a regression fails instead of hanging."""
+    import signal
+
+    def stuck(*_):
+        raise TimeoutError("the simulation did not finish within 60 s of wall time")
+
+    sc = scenario("contended", {"strategy.name": "jetty9-milestone"}, requests=300)
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(60)
+    try:
+        r = simulate_once(sc, 137)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert r["requests"] == 300 and r["sim_seconds"] < 0.05, r["sim_seconds"]
