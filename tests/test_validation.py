@@ -222,6 +222,47 @@ def test_a_wall_budget_skips_replications_not_begun():
         warmcore.simulate(sc, max_wall=float("nan"))
 
 
+def test_a_wall_budget_ends_a_run_stuck_at_one_instant(monkeypatch):
+    """A bug that schedules events at zero delay forever (as the fuzz case
+    `compare contended --strategies jetty9-milestone` once did) lets no simulated time
+    pass for the watchdog and completes no requests: the budget still ends it,
+    counted in events (warmcore.build.CHECK_EVENTS). An alarm turns a hang into a
+    failure."""
+    import signal
+    import time
+
+    import warmcore.build as wb
+
+    real_build = wb.build
+
+    def build_with_a_stuck_instant(cfg, seed):
+        ctx = real_build(cfg, seed)
+
+        def stuck(env):
+            yield env.timeout(1e-3)
+            while True:
+                yield env.timeout(0.0)
+        ctx.env.process(stuck(ctx.env))
+        return ctx
+
+    def hung(*_):
+        raise TimeoutError("the budget did not end the stuck run")
+
+    monkeypatch.setattr(wb, "build", build_with_a_stuck_instant)
+    sc = warmcore.Scenario.load("pipeline")
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        t0 = time.monotonic()
+        r = warmcore.simulate(sc, requests=100_000, max_wall=1.0)
+        took = time.monotonic() - t0
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert r.partial and r.stop_reason == "wall-clock budget" and took < 10
+    assert r.sim_seconds == pytest.approx(1e-3)      # stuck at the instant it began
+
+
 def test_the_watchdog_leaves_a_stalled_run_to_end_as_stalled():
     """With nothing else scheduled the watchdog does not keep the run alive until the
     budget runs out: SimPy's queue empties, which is how a stall is recognised."""

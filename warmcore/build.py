@@ -265,12 +265,41 @@ def _batched_gc():
         gc.set_threshold(*old)
 
 
+CHECK_EVENTS = 1 << 16     # events between wall-clock checks of a budgeted run
+
+
+def _run_budgeted(env, stop, rec) -> None:
+    """``env.run(until=stop)`` with the wall clock checked every CHECK_EVENTS events
+    as well: a run stuck at one instant (events at zero delay, forever) lets no
+    simulated time pass for the watchdog and completes no requests, but it still
+    spends events, so its budget still ends it. SimPy's own loop, with a count."""
+    if stop.callbacks is None:          # already processed
+        return
+    stop.callbacks.append(simpy.core.StopSimulation.callback)
+    step = env.step
+    try:
+        while True:
+            for _ in range(CHECK_EVENTS):
+                step()
+            rec.check_wall()
+    except simpy.core.StopSimulation:
+        return
+    except simpy.core.EmptySchedule:
+        raise RuntimeError(f'No scheduled events left but "until" event was not '
+                           f'triggered: {stop}') from None
+
+
 def run_built(ctx: SimContext) -> bool:
     """Run until the recorder stops the run; False if it stalled (no events left)."""
-    stop = ctx.recorder.stop
+    rec = ctx.recorder
+    stop = rec.stop
+    budgeted = rec.deadline != math.inf or rec.should_stop is not None
     try:
         with _batched_gc():
-            ctx.env.run(until=stop)
+            if budgeted:
+                _run_budgeted(ctx.env, stop, rec)
+            else:
+                ctx.env.run(until=stop)     # no budget: SimPy's loop, nothing to count
         stalled = False
     except RuntimeError:
         # SimPy raises when its queue empties before ``until`` triggers: every thread
