@@ -62,6 +62,14 @@ class Segment:
     program = False       # (class attribute) a Segment is one step, not a Program
 
 
+def compute_part(seg: Segment) -> Segment:
+    """``seg`` without its blocking wait: what a thread computes before a call it
+    does not block on (a virtual thread unmounting, an event loop's non-blocking
+    client request)."""
+    return Segment(seg.instructions, seg.footprint, seg.contended_ops, seg.contended_line,
+                   0.0, seg.label)
+
+
 # Step kinds of a request program.
 STEP_RUN, STEP_CALL, STEP_ACQUIRE, STEP_RELEASE = range(4)
 

@@ -47,7 +47,7 @@ from collections import deque
 
 from pydantic import Field
 
-from warmcore.simcore.work import SHARED, Footprint, Segment
+from warmcore.simcore.work import SHARED, Footprint, Segment, compute_part
 from warmcore.strategies.base import StrategyParams, Strategy, register
 from warmcore.strategies.pools import ThreadPoolExecutor, syscall_segment
 
@@ -75,15 +75,24 @@ class Params(StrategyParams):
     thread_start_us: float = Field(default=140.0, ge=0, description=(
         'Starting an offload pool thread (docs/STRATEGIES.md, Loom section: ~140 us).'
     ))
+    async_backend: bool = Field(default=False, description=(
+        "The handler's backend call (work.backend_us) is a non-blocking client request "
+        "on the channel's own loop, as RxNetty's HttpClient on the server's event loops: "
+        "the loop handles the request up to the call, serves other channels meanwhile, "
+        "and writes the response when the answer is readable. Off: the call blocks the "
+        "loop (a blocking handler) unless offload is set."
+    ))
 
 
 class _Loop:
-    __slots__ = ("epoll", "idx", "offer", "parked", "poll", "ready", "tasks", "thread")
+    __slots__ = ("answers", "epoll", "idx", "offer", "parked", "poll", "ready", "tasks",
+                 "thread")
 
     def __init__(self, idx: int):
         self.idx = idx
         self.ready: deque = deque()    # channels with input since the last epoll_wait
         self.tasks: deque = deque()    # taskQueue: responses from the offload pool
+        self.answers: deque = deque()  # backend answers readable (async_backend)
         self.parked = False            # sleeping in epoll_wait
         self.thread = None
 
@@ -139,18 +148,21 @@ class EventLoop(Strategy):
         ctx = self.ctx
         pool = self.pool
         ratio = self.p.io_ratio
+        async_backend = self.p.async_backend
         while True:
-            if not L.ready and not L.tasks:
+            if not L.ready and not L.tasks and not L.answers:
                 L.parked = True
                 yield t.park()                 # epoll_wait with nothing ready
             # select() / selectNow(): one epoll_wait returning the ready channels (the
             # kernel's part, models/syscalls.py), then the JDK's selector work
-            t.syscall("epoll_wait", n=len(L.ready))
+            t.syscall("epoll_wait", n=len(L.ready) + len(L.answers))
             if L.epoll is not None:
                 yield t.run(L.epoll)
             ready = L.ready
             L.ready = deque()
             io_start = env.now
+            while L.answers:                   # backend channels readable: respond
+                ctx.done(L.answers.popleft(), t)
             for conn in ready:                 # processSelectedKeys
                 conn.data = False              # new input from now on re-arms the channel
                 # NioByteUnsafe.read: one read brings what the socket holds (a serial
@@ -163,8 +175,13 @@ class EventLoop(Strategy):
                         break
                     if req.produce is not None:
                         yield t.run(req.produce, req)
-                    if pool is not None and req.consume.block_s > 0:
+                    blk = req.consume.block_s
+                    if pool is not None and blk > 0:
                         yield from pool.execute(t, (req, L))
+                    elif async_backend and blk > 0 and not req.consume.program:
+                        yield t.run(compute_part(req.consume), req)
+                        req.consumed_by = t.tid    # (run() knows req.consume only)
+                        self._call_backend(L, req, blk)
                     else:
                         yield t.run(req.consume, req)
                         ctx.done(req, t)
@@ -185,6 +202,18 @@ class EventLoop(Strategy):
                     ran += 1
                     if ran % RUN_ALL_TASKS_CHECK == 0 and env.now - t0 >= budget:
                         break
+
+    def _call_backend(self, L, req, blk: float) -> None:
+        """A non-blocking client request: its answer becomes readable on the loop's
+        selector ``blk`` seconds later (the request's blocked_io)."""
+        self.kernel.charge_blocked_io(req, blk)
+        self.env.timeout(blk).callbacks.append(lambda _e: self._answered(L, req))
+
+    def _answered(self, L, req) -> None:
+        L.answers.append(req)
+        if L.parked:
+            L.parked = False
+            self.kernel.wake(L.thread, None)
 
     def _offloaded(self, t, task):
         """A pool thread: handle the request (blocking), then hand the response back to

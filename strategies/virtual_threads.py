@@ -49,7 +49,7 @@ from collections import deque
 from pydantic import Field
 
 from warmcore.simcore.rng import block_sampler
-from warmcore.simcore.work import STEP_ACQUIRE, STEP_CALL, STEP_RUN, Segment
+from warmcore.simcore.work import STEP_ACQUIRE, STEP_CALL, STEP_RUN, Segment, compute_part
 from warmcore.strategies.base import StrategyParams, Strategy, register
 from warmcore.strategies.pools import lock_segment
 
@@ -92,12 +92,6 @@ class Carrier:
         self.idle = False
         self.current: VThread | None = None
         self.thread = None
-
-
-def compute_part(seg: Segment) -> Segment:
-    """The consume segment without its blocking wait."""
-    return Segment(seg.instructions, seg.footprint, seg.contended_ops, seg.contended_line,
-                   0.0, seg.label)
 
 
 @register

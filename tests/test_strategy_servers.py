@@ -154,6 +154,53 @@ def test_el_offload_keeps_the_loop_serving_while_a_handler_blocks():
     assert res["futex_wakes"] >= 1
 
 
+def test_el_async_backend_serves_the_loops_other_channels_during_the_call():
+    """RxNetty-style non-blocking backend call (async_backend): the loop handles a
+    request up to its call, serves connection 2 (same loop) meanwhile, and writes
+    each response on the loop when the answer comes, 2 ms later; nothing blocks."""
+    ctx, res, log = run_recording(blocking_batch({"async_backend": True}))
+    by_conn = {req.conn: (req, thread, t_done) for req, thread, t_done in log}
+    # connection 2 is handled at once (after connection 0's 12 us of compute), during
+    # connection 0's call, not after it as when the call blocks the loop
+    assert by_conn[2][0].t_start < 30e-6 < by_conn[0][2]
+    loops = {L.thread.tid for L in ctx.strategy.loops}
+    for req, thread, t_done in by_conn.values():
+        assert req.consumed_by == req.produced_by == thread.tid and thread.tid in loops
+        # done when the answer comes: the call's time is the request's blocked_io
+        assert (t_done - req.t_start) * 1e6 == pytest.approx(req.bd[6] * 1e6 + 12.0, abs=1.0)
+    assert res["breakdown_us"]["blocked_io"] > 0
+    # both of loop 0's calls end at once (same backend time): one epoll_wait wake-up
+    assert all(t.cs <= 3 for t in (L.thread for L in ctx.strategy.loops))
+
+
+def test_el_async_backend_needs_no_more_than_one_loop_for_many_calls():
+    """One loop, 50 connections each blocked 1 ms per request in its backend call:
+    blocking, the loop serves ~1 request per ms; async, the calls overlap."""
+    wl = {"kind": "saturating", "connections": 50, "service_us": 5.0}
+    work = {"backend_us": 1000.0, "produce_us": 1.0}
+    blocking = simulate_once(cfg("event-loop", wl, {"loops": 1}, cores=1, work=work,
+                                 requests=400), 1)
+    nonblocking = simulate_once(cfg("event-loop", wl, {"loops": 1, "async_backend": True},
+                                    cores=1, work=work, requests=2000), 1)
+    assert blocking["throughput_rps"] < 1100
+    assert nonblocking["throughput_rps"] > 20 * blocking["throughput_rps"]
+
+
+def test_el_async_backend_is_cheaper_per_request_than_a_blocking_pool_on_web():
+    """On the web scenario with a 500 us backend call per request (the Hello Netflix
+    shape: the study's RxNetty used its non-blocking client, Tomcat blocked a worker),
+    the loop spends at least 20% less CPU per request (measured 17.0 against 23.7 us at
+    100k requests/s: the pool's worker sleeps and wakes around every call)."""
+    from tests.helpers import run
+    sets = {"workload.rate_per_s": 100000.0, "work.backend_us": 500.0}
+    tp = run("web", {"strategy.name": "thread-pool", **sets}, requests=6000)
+    el = run("web", {"strategy.name": "event-loop", "strategy.params.async_backend": True,
+                     **sets}, requests=6000)
+    assert per_request(el, "task_clock_ms") < 0.8 * per_request(tp, "task_clock_ms")
+    assert per_request(el, "context_switches") < 0.7 * per_request(tp, "context_switches")
+    assert el["latency_us"]["p50"] < tp["latency_us"]["p50"]
+
+
 # -- thread-pool ----------------------------------------------------------------------
 
 
@@ -205,7 +252,8 @@ def test_requests_are_conserved(strategy, wl):
 
 DRAIN_CASES = [(s, "plain", {}, {}) for s in SERVERS] + \
     [(s, "blocking", {"backend_us": 300.0}, {}) for s in SERVERS] + \
-    [("event-loop", "blocking-offload", {"backend_us": 300.0}, {"offload": 8})]
+    [("event-loop", "blocking-offload", {"backend_us": 300.0}, {"offload": 8}),
+     ("event-loop", "blocking-async", {"backend_us": 300.0}, {"async_backend": True})]
 
 
 @pytest.mark.parametrize("strategy,case,work,params", DRAIN_CASES,
