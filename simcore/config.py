@@ -312,6 +312,11 @@ class WorkCfg(Strict):
         default=0.0, description='read-modify-writes on one contended line per request')
     backend_us: MicrosOrZero = Field(default=0.0,
                                description='blocking call inside the handler (exponential mean)')
+    backend_async: bool = Field(default=False, description=(
+        "the handler makes its backend call with a non-blocking client where the server "
+        "has an event loop to wait on (RxNetty's HttpClient: event-loop's async_backend); "
+        "servers whose threads run a request to completion block their thread, as the "
+        "Tomcat version of the RxNetty-vs-Tomcat benchmark did"))
     invocation: Literal["BLOCKING", "NON_BLOCKING", "EITHER"] = "BLOCKING"
     # What crosses the socket per request (every workload but a batch reads its requests
     # from sockets and writes its responses to them): the copies of the read and write

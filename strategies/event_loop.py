@@ -75,12 +75,12 @@ class Params(StrategyParams):
     thread_start_us: float = Field(default=140.0, ge=0, description=(
         'Starting an offload pool thread (docs/STRATEGIES.md, Loom section: ~140 us).'
     ))
-    async_backend: bool = Field(default=False, description=(
+    async_backend: bool | None = Field(default=None, description=(
         "The handler's backend call (work.backend_us) is a non-blocking client request "
         "on the channel's own loop, as RxNetty's HttpClient on the server's event loops: "
         "the loop handles the request up to the call, serves other channels meanwhile, "
         "and writes the response when the answer is readable. Off: the call blocks the "
-        "loop (a blocking handler) unless offload is set."
+        "loop (a blocking handler) unless offload is set. None: as work.backend_async."
     ))
 
 
@@ -149,6 +149,8 @@ class EventLoop(Strategy):
         pool = self.pool
         ratio = self.p.io_ratio
         async_backend = self.p.async_backend
+        if async_backend is None:
+            async_backend = ctx.cfg.work.backend_async
         while True:
             if not L.ready and not L.tasks and not L.answers:
                 L.parked = True

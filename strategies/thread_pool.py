@@ -57,13 +57,17 @@ from warmcore.strategies.pools import ThreadPoolExecutor, lock_segment, syscall_
 # Connection states (conn.data) as the poller sees them.
 REGISTERED, READY, PROCESSING = "registered", "ready", "processing"
 
+MAX_THREADS = 200           # AbstractEndpoint maxThreads
+
+
 class Params(StrategyParams):
     pollers: int = Field(default=1, gt=0, description=(
         'Tomcat 9 NioEndpoint: one poller (pollerThreadCount fixed at 1 since 9.0.x; 8.5 '
         'defaulted to min(2, cpus) until it was aligned with 9.0).'
     ))
-    workers: int = Field(default=200, gt=0, description=(
-        "AbstractEndpoint maxThreads 200, minSpareThreads 10 (the executor's core size)."
+    workers: int | None = Field(default=None, gt=0, description=(
+        "AbstractEndpoint maxThreads 200, minSpareThreads 10 (the executor's core size); "
+        "None: the scenario's server.threads if set (maxThreads as configured), else 200."
     ))
     min_spare: int = Field(default=10, ge=0, description=(
         "AbstractEndpoint minSpareThreads 10 (the executor's core size)."))
@@ -108,8 +112,9 @@ class ThreadPool(Strategy):
     def start(self) -> None:
         p = self.p
         ips = self.ctx.machine.nominal_ips
+        workers = p.workers or self.ctx.cfg.server.threads or MAX_THREADS
         self.executor = ThreadPoolExecutor(
-            self, "http-nio-exec", core=min(p.min_spare, p.workers), maximum=p.workers,
+            self, "http-nio-exec", core=min(p.min_spare, workers), maximum=workers,
             run_task=self._process, lock_us=p.lock_us, lock_line="tpe-queue-lock",
             tomcat_queue=True, thread_start_us=p.thread_start_us)
         self.executor.prestart()

@@ -540,8 +540,12 @@ PREPARE["strategy.params.lock_us"] = {**KERNEL_THREADS, "strategy.params.pool": 
 # the turnaround matters with one request in flight per (serial) connection
 PREPARE["workload.client_turnaround_us"] = {"workload.serial": True,
                                             "workload.pipelined": False}
+# the event loop's task tunables act on responses coming back from its offload pool:
+# netflix's backend calls go there instead of through the non-blocking client
+OFFLOAD = {"strategy.params.async_backend": False, "strategy.params.offload": 8}
+PREPARE["strategy.params.io_ratio"] = OFFLOAD
 # bool fields that may be left unset, drawn as a selectbox
-OPTIONAL_BOOLS = {"workload.serial"}
+OPTIONAL_BOOLS = {"workload.serial", "strategy.params.async_backend"}
 # Controls set in the same Apply as the one under test, which cannot change alone.
 TOGETHER = {"machine.overrides.threads_per_core": {"machine.overrides.smt_throughput": "[1.0]"},
             "workload.pipelined": {"workload.serial": True}}
@@ -554,6 +558,11 @@ TOP_CLOCK = ("one core is always busy: ondemand's package-wide load is 100%, so 
 ONE_THREAD = "pc serves the one connection on one thread on one core"
 SAME_NUMBERS = {
     "run.max_in_flight": "the cap is far above the one request in flight",
+    "strategy.params.io_ratio": "ioRatio's task budget is checked every 64 tasks "
+                                "(Netty's runAllTasks); 400 requests through 8 offload "
+                                "threads never leave 64 responses waiting in one pass",
+    "work.backend_async": "the pipeline scenario's handler makes no backend call "
+                          "(work.backend_us 0), and pc would block on one anyway",
     "work.invocation": "pc runs every task in the thread that produced it, whatever its "
                        "invocation type (it matters to pec and epc)",
     "server.threads": ONE_THREAD + ": more threads find nothing to do",

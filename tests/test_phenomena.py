@@ -129,3 +129,37 @@ def test_web_event_loop_is_cheaper_reaches_more_and_gets_cheaper_with_load():
     assert per(el_hi, "task_clock_ms") < 0.95 * per(el_lo, "task_clock_ms")
     growth = {s: hi[s]["latency_us"]["max"] / lo[s]["latency_us"]["max"] for s in lo}
     assert growth["thread-pool"] > 10 * growth["event-loop"], growth
+
+
+def _netflix(strategy, clients):
+    return run("netflix", {"strategy.name": strategy, "workload.clients": clients})
+
+
+def test_netflix_the_pool_gets_dearer_with_load_while_the_loop_gets_cheaper():
+    """Phenomenon 5 on the study's own axis (issue 12; RxNetty vs Tomcat, Gregg et al.
+    2015): the built-in `netflix` scenario, wrk-style clients whose requests
+    wait on a backend call (the loop through RxNetty's non-blocking client, the pool
+    blocking a worker per call). At the study's sustained point (400 clients) the loop
+    spends less CPU per request, switches and migrates less; its peak rate is higher;
+    from 400 to 1100 clients (the study's top step) the loop's migrations per request
+    fall, its IPC rises and its CPU per request falls, while the pool's CPU per request
+    rises (its workers' stacks, touched round-robin, outgrow the LLC as the requests in
+    flight grow) and its maximum latency degrades while the loop's does not."""
+    per = lambda r, k: r[k] / r["requests"]  # noqa: E731
+    lo = {s: _netflix(s, 400) for s in ("thread-pool", "event-loop")}
+    hi = {s: _netflix(s, 1100) for s in ("thread-pool", "event-loop")}
+    tp, el = lo["thread-pool"], lo["event-loop"]
+    assert per(el, "task_clock_ms") < 0.8 * per(tp, "task_clock_ms")
+    assert el["ipc"] > 1.2 * tp["ipc"]
+    assert per(el, "context_switches") < 0.7 * per(tp, "context_switches")
+    assert per(el, "cpu_migrations") < 0.6 * per(tp, "cpu_migrations")
+    el_hi, tp_hi = hi["event-loop"], hi["thread-pool"]
+    assert per(el_hi, "cpu_migrations") < 0.7 * per(el, "cpu_migrations")
+    assert el_hi["ipc"] > 1.03 * el["ipc"]
+    assert per(el_hi, "task_clock_ms") < 0.92 * per(el, "task_clock_ms")
+    assert per(tp_hi, "task_clock_ms") > 1.15 * per(tp, "task_clock_ms")
+    assert tp_hi["ipc"] < 0.9 * tp["ipc"]
+    assert tp_hi["latency_us"]["max"] > 1.3 * tp["latency_us"]["max"]
+    assert el_hi["latency_us"]["max"] < 1.05 * el["latency_us"]["max"]
+    # the pool saturates (4 CPUs busy) below the loop's rate at the same clients
+    assert tp_hi["cpus_utilized"] > 3.9 and el_hi["throughput_rps"] > 1.4 * tp_hi["throughput_rps"]
