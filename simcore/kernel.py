@@ -579,6 +579,15 @@ class Semaphore:
         if len(self.waiters) > self.max_waiting:
             self.max_waiting = len(self.waiters)
 
+    def wake_if_free(self):
+        """The nonfair waiter to wake now that nobody holds a permit, if none is being
+        woken already (what an unlock after a Condition.signal does when the lock was
+        taken and released outside any thread's segments); None otherwise."""
+        if self.free and self.waiters and self.waking is None and not self.fair:
+            self.waking = self.waiters.popleft()
+            return self.waking
+        return None
+
     def release(self):
         if self.fair:
             if self.waiters:
@@ -834,7 +843,12 @@ class Kernel:
             delay = 0.0     # time spent runnable in the queue is queue wait, not dispatch
         cpu.current = t
         cpu.idle_since = -1.0
-        if cpu.last_tid != t.tid and not ideal:
+        if not ideal:
+            # Every dispatch ends a sleep or a wait in a run queue: a context switch
+            # whose halves the thread runs (schedule() as it left, the return from it
+            # now), also when the CPU went through its idle task and back to the same
+            # thread: perf counts that switch too, and its cost is in the thread's
+            # task-clock (docs/model-caches.md "OS costs").
             t.pending_busy += m.switch_cost(cpu.id, cpu.last_tid, t.tid)
         if t.last_cpu is not None and t.last_cpu is not cpu:
             t.migrations += 1

@@ -23,11 +23,12 @@ Overheads (explicit, zero them for pure queueing checks):
                      request. The system calls are the machine's (models/syscalls.py):
                      an epoll_wait per select pass (base + per ready key), a read per
                      produced request, a futex_wait per pool-thread park.
-    queue_us         a BlockingArrayQueue offer or poll, or a reserved-thread
-                     hand-off: ~0.1 us for an uncontended j.u.c lock and an array
-                     store (plausible assumption), plus one contended
-                     read-modify-write on the queue's lock line (the hardware
-                     model prices it; free on the ideal machine).
+    queue_us         the work under one of the BlockingArrayQueue's locks, or a
+                     reserved-thread hand-off: ~0.1 us for an uncontended j.u.c
+                     lock and an array store (plausible assumption), plus one
+                     contended read-modify-write on the lock's line (the hardware
+                     model prices it; free on the ideal machine). Contenders park
+                     (strategies/pools.py ``ParkingLock``).
     thread_start_us  starting a pool thread: ~140 us for a kernel thread start
                      (docs/STRATEGIES.md, Loom section), charged to the new thread.
 The futex wake a hand-off needs is priced by the machine (Kernel.wake).
@@ -226,10 +227,7 @@ class JettyServer(Strategy):
     def execute(self, t, body, req, for_req=None):
         """Executor.execute(job) from thread ``t``: queue (body, req), then pay the queue
         operation, accounted to ``for_req`` (default ``req``: the request it is for)."""
-        pool = self.pool
-        pool.execute(body, req, t)
-        if pool.seg is not None:
-            yield t.run(pool.seg, req if for_req is None else for_req)
+        yield from self.pool.offer(t, body, req, for_req)
 
     def in_flight_here(self) -> int:
         """Requests the server holds: waiting in connections plus taken and not done."""

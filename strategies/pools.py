@@ -18,11 +18,12 @@ QueuedThreadPool (``QueuedThreadPool.java``)
     (``BlockingArrayQueue``). ``execute(job)`` does what the ``_counts``
     (threads, idle) CAS loop does: ``idle`` counts idle threads minus queued
     jobs; a thread is started when ``idle <= 0 and threads < maxThreads``.
-    The queue signals its ``notEmpty`` condition only when it goes from empty to
-    non-empty, and a poller that leaves jobs behind signals the next waiter
-    (``BlockingArrayQueue.offer``/``poll``), so a burst is picked up by a chain
-    of wake-ups, each paid by the previous taker. Waiters are woken in FIFO
-    order (a ``Condition`` signals its longest waiter). A thread that finds no
+    The queue (``BlockingArrayQueue`` below) keeps its jobs behind two parking
+    ``ReentrantLock``s; it signals its ``notEmpty`` condition only when it goes
+    from empty to non-empty, and a poller that leaves jobs behind signals the
+    next waiter, so a burst is picked up by a chain of wake-ups, each paid by the
+    previous taker. Waiters are woken in FIFO order (a ``Condition`` signals its
+    longest waiter), each through a hand-off of the head lock. A thread that finds no
     job exits if threads > minThreads and no thread has exited for
     idleTimeout (``_lastShrink``: at most one exit per idleTimeout, pool-wide);
     otherwise it polls with idleTimeout and re-checks. ``doStart`` starts
@@ -45,6 +46,7 @@ from __future__ import annotations
 import contextlib
 from collections import deque
 
+from warmcore.simcore.kernel import Semaphore
 from warmcore.simcore.work import SHARED, Footprint, Segment
 
 
@@ -175,6 +177,168 @@ class TimedWaits:
         # woken: nothing to do. Re-arming at now would spin at this instant forever.
 
 
+class ParkingLock:
+    """A java.util.concurrent ``ReentrantLock`` as constructed by default (nonfair,
+    AQS in JDK 8): ``lock`` takes it at once when it is free, barging past queued
+    threads; otherwise the thread queues and parks (``futex_wait``); ``unlock`` frees
+    it and wakes the first queued thread unless a woken one has not retried yet
+    (AQS clears the head's SIGNAL when it unparks it); the woken thread retries and,
+    if a barger took the lock meanwhile, parks again at the head
+    (``simcore.kernel.Semaphore`` with ``fair=False``). The CAS on the lock's state
+    word and the work under the lock are ``seg`` (a contended read-modify-write on
+    the lock's line, priced by the hardware model), run while the lock is held."""
+
+    __slots__ = ("kernel", "seg", "sem")
+
+    def __init__(self, kernel, name: str, seg: Segment | None):
+        self.kernel = kernel
+        self.sem = Semaphore(name, 1, fair=False)
+        self.seg = seg
+
+    def lock(self, t, req=None):
+        """Generator: acquire on thread ``t``, then run the work under the lock."""
+        yield from self.acquire(t)
+        if self.seg is not None:
+            yield t.run(self.seg, req)
+
+    def acquire(self, t):
+        """Generator: acquire on thread ``t`` (the caller runs the work under it)."""
+        sem = self.sem
+        got = sem.acquire(t)
+        while not got:
+            t.syscall("futex_wait")            # AQS parkAndCheckInterrupt -> FUTEX_WAIT
+            yield t.park()
+            got = sem.retry(t)
+
+    def relock(self, t):
+        """Generator: ``t`` was queued on the lock while parked (a Condition waiter
+        transferred by ``signal``) and woken by an unlock: retry, parking again at the
+        head if a barger holds it."""
+        sem = self.sem
+        while not sem.retry(t):
+            t.syscall("futex_wait")
+            yield t.park()
+
+    def unlock(self, t) -> None:
+        w = self.sem.release()
+        if w is not None:
+            self.kernel.wake(w, t)            # AQS unparkSuccessor: a futex wake
+
+
+class BlockingArrayQueue:
+    """jetty-util ``BlockingArrayQueue`` (the QueuedThreadPool's job queue, Jetty 9 to
+    12): an array of jobs behind two ``ReentrantLock``s, ``_tailLock`` for ``offer``
+    and ``_headLock`` for the polls, with the ``_notEmpty`` condition of the head lock
+    (on separate cache lines since Jetty 9.0, "Jetty-9 goes fast with mechanical
+    sympathy", Webtide 2012). From the source (9.3 to 12, unchanged in these parts):
+
+    * ``offer``: lock the tail, store, unlock; if the queue was empty, lock the head,
+      ``signal`` the condition, unlock the head.
+    * ``poll()``: nothing if ``_size`` is 0 (no lock); else lock the head, take, and if
+      jobs are left ``signal`` the next waiter; unlock.
+    * ``poll(time, unit)``: lock the head; while empty ``awaitNanos`` (joins the
+      condition's queue, releases the lock, parks); take; signal if jobs are left;
+      unlock.
+
+    ``signal`` moves the condition's longest waiter to the head lock's queue without
+    waking it; the unlock that follows wakes it (AQS ``transferForSignal`` and
+    ``unparkSuccessor``) and it then takes the lock again before it looks at the
+    queue. So a wake-up always costs a lock hand-off, contenders park, and under load
+    the head lock can convoy: each hand-off to a parked thread waits for its wake-up.
+    """
+
+    def __init__(self, kernel, name: str, ips: float, queue_us: float, waits, settle):
+        self.kernel = kernel
+        self.jobs: deque = deque()
+        self.cond: deque = deque()        # _notEmpty's waiters, longest waiting first
+        self.waits = waits
+        self.settle = settle
+        self.head = ParkingLock(kernel, f"{name}-head",
+                                lock_segment(ips, queue_us, f"{name}-head", "qtp-head")
+                                if queue_us > 0 else None)
+        self.tail = ParkingLock(kernel, f"{name}-tail",
+                                lock_segment(ips, queue_us, f"{name}-tail", "qtp-tail")
+                                if queue_us > 0 else None)
+        self.signals = 0
+
+    def _signal(self) -> None:
+        """Condition.signal() (the head lock held): the longest waiter moves to the lock's
+        queue; the holder's unlock wakes it."""
+        if self.cond:
+            self.signals += 1
+            self.head.sem.waiters.append(self.cond.popleft())
+
+    def offer(self, t, job, req=None):
+        """Generator: ``offer(job)`` on thread ``t`` (``req``: the request it is for)."""
+        yield from self.tail.lock(t, req)
+        was_empty = not self.jobs
+        self.jobs.append(job)
+        self.tail.unlock(t)
+        if was_empty:
+            yield from self.head.lock(t, req)
+            self._signal()
+            self.head.unlock(t)
+
+    def offer_now(self, job, waker=None) -> None:
+        """``offer`` outside a thread's segments (a pool's start, a reserved thread's
+        hand-off): the job is queued and a waiter signalled at once, the locks' costs
+        left out."""
+        was_empty = not self.jobs
+        self.jobs.append(job)
+        if was_empty:
+            self._signal()
+            w = self.head.sem.wake_if_free()
+            if w is not None:
+                self.kernel.wake(w, waker)
+
+    def poll(self, t):
+        """Generator: ``poll()``: a job or None, without waiting."""
+        if not self.jobs:
+            return None
+        head = self.head
+        yield from head.acquire(t)
+        job = self.jobs.popleft() if self.jobs else None
+        if head.seg is not None:
+            yield t.run(head.seg, job[1] if job is not None else None)
+        if self.jobs:
+            self._signal()
+        head.unlock(t)
+        return job
+
+    def poll_wait(self, t, timeout: float):
+        """Generator: ``poll(timeout)``: a job, or None when ``timeout`` s pass with the
+        queue empty."""
+        head = self.head
+        yield from head.acquire(t)
+        while not self.jobs:
+            self.cond.append(t)
+            head.unlock(t)                       # awaitNanos releases the lock
+            yield from self.waits.wait(t, timeout, self._leave, self.settle)
+            if t.data.timed_out and head.sem.waking is not t:
+                yield from head.lock(t)          # acquireQueued after the timeout
+                if not self.jobs:
+                    head.unlock(t)
+                    return None
+                break
+            yield from head.relock(t)            # signalled, woken by an unlock
+        job = self.jobs.popleft()
+        if head.seg is not None:
+            yield t.run(head.seg, job[1])
+        if self.jobs:
+            self._signal()
+        head.unlock(t)
+        return job
+
+    def _leave(self, t) -> None:
+        """A timed-out waiter leaves the condition's queue (or the lock's, if a signal
+        had moved it there and no unlock has woken it yet)."""
+        with contextlib.suppress(ValueError):
+            self.cond.remove(t)
+            return
+        with contextlib.suppress(ValueError):
+            self.head.sem.waiters.remove(t)
+
+
 class QueuedThreadPool(WorkerPool):
     """Jetty's QueuedThreadPool (see the module docstring). Jobs are (body, req)
     pairs; ``body(thread, req)`` is a generator the pool thread runs to completion."""
@@ -198,11 +362,10 @@ class QueuedThreadPool(WorkerPool):
         # park_on_cpu: an idle thread's futex_wait runs on its CPU before it sleeps
         # (TimedWaits.wait's ``settle``); off, it is paid after its next wake-up.
         self.settle = Segment(0.0, label="futex-wait") if park_on_cpu else None
-        ips = server.ctx.machine.nominal_ips
-        self.seg = (Segment(queue_us * 1e-6 * ips,
-                            (Footprint(SHARED, f"{name}-jobs", 2, True),),
-                            contended_ops=1, contended_line=f"{name}-jobs", label="qtp-queue")
-                    if queue_us > 0 else None)
+        self.queue = BlockingArrayQueue(self.kernel, name, server.ctx.machine.nominal_ips,
+                                        queue_us, self.waits, self.settle)
+        self.jobs = self.queue.jobs
+        self.waiters = self.queue.cond      # idle threads waiting in poll(timeout)
 
     def start(self) -> None:
         """doStart: ensureThreads() starts minThreads threads."""
@@ -211,58 +374,64 @@ class QueuedThreadPool(WorkerPool):
             self.idle += 1
             self._start_thread()
 
-    def execute(self, body, req=None, waker=None) -> None:
-        """Queue a job; wake a waiting thread if the queue was empty; start a thread
-        if none is idle and the pool is below max. The caller, if a thread, then
-        pays ``self.seg`` (see JettyServer.execute)."""
+    def _count(self) -> int:
+        """execute's ``_counts`` CAS loop: ``idle`` counts idle threads minus queued jobs;
+        a thread is started when ``idle <= 0 and threads < maxThreads`` (returns 1 then)."""
         start = 1 if (self.idle <= 0 and self.threads < self.max_threads) else 0
         self.threads += start
         self.idle += start - 1
-        jobs = self.jobs
-        was_empty = not jobs
-        jobs.append((body, req))
         self.executed += 1
-        if len(jobs) > self.max_queue:
-            self.max_queue = len(jobs)
-        if was_empty:
-            self.signal_one(waker)
+        return start
+
+    def offer(self, t, body, req=None, for_req=None):
+        """Generator: ``execute(job)`` on thread ``t``: count, ``_jobs.offer`` (the
+        queue's locks, paid by ``t`` and accounted to ``for_req``), start a thread if
+        none is idle."""
+        start = self._count()
+        yield from self.queue.offer(t, (body, req), req if for_req is None else for_req)
+        self._queued()
         if start:
             self._start_thread()
+
+    def execute(self, body, req=None, waker=None) -> None:
+        """``execute(job)`` outside a thread's segments (the pool's start, a reserved
+        thread's start): as ``offer``, the locks' costs left out."""
+        start = self._count()
+        self.queue.offer_now((body, req), waker)
+        self._queued()
+        if start:
+            self._start_thread()
+
+    def _queued(self) -> None:
+        if len(self.jobs) > self.max_queue:
+            self.max_queue = len(self.jobs)
 
     def _start_thread(self) -> None:
         self.start_worker(self._runner)
 
-    def _expire(self, t) -> None:
-        with contextlib.suppress(ValueError):
-            self.waiters.remove(t)
-
     def _runner(self, t):
+        """QueuedThreadPool.Runner: ``_jobs.poll()`` after each job, then, when there is
+        none, the shrink check and ``idleJobPoll`` (``_jobs.poll(idleTimeout)``)."""
         t.data = PoolThread()
-        jobs = self.jobs
-        waiters = self.waiters
-        kernel = self.kernel
+        queue = self.queue
         env = self.env
-        seg = self.seg
         while True:
-            if jobs:
-                body, req = jobs.popleft()
-                if jobs and waiters:        # BlockingArrayQueue.poll: signal the next waiter
-                    kernel.wake(waiters.popleft(), t)
-                if seg is not None:
-                    yield t.run(seg, req)
-                yield from body(t, req)
-                self.idle += 1              # addCounts(0, 1): idle again
-                continue
-            # No job at once: shrink (at most one thread per idleTimeout, pool-wide)?
-            if (self.idle_timeout > 0 and self.threads > self.min_threads
-                    and env.now - self.last_shrink > self.idle_timeout):
-                self.last_shrink = env.now
-                self.threads -= 1
-                self.idle -= 1
-                self.n_exited += 1
-                return
-            waiters.append(t)
-            yield from self.waits.wait(t, self.idle_timeout, self._expire, self.settle)
+            job = yield from queue.poll(t)
+            if job is None:
+                # No job at once: shrink (at most one thread per idleTimeout, pool-wide)?
+                if (self.idle_timeout > 0 and self.threads > self.min_threads
+                        and env.now - self.last_shrink > self.idle_timeout):
+                    self.last_shrink = env.now
+                    self.threads -= 1
+                    self.idle -= 1
+                    self.n_exited += 1
+                    return
+                job = yield from queue.poll_wait(t, self.idle_timeout)
+                if job is None:
+                    continue
+            body, req = job
+            yield from body(t, req)
+            self.idle += 1              # addCounts(0, 1): idle again
 
 
 class ReservedThreadExecutor:

@@ -1,13 +1,15 @@
 """The eat-what-you-kill benchmark's shape (data/ewyk-benchmark.md) on the built-in
-``ewyk`` scenario: 8 saturating HTTP/1.1 connections on the server-2015 preset.
+``ewyk`` scenario: 8 saturating connections of independent requests on the
+server-2015 preset, the benchmark's handler (simcore/scenarios/ewyk.toml).
 
 Published (Jetty 9.3 development, machine and workload unpublished):
   * ProduceConsume reached almost 8x the throughput of ProduceExecuteConsume;
   * ProduceExecuteConsume used a lot less CPU (idle during dispatch delays) and,
     normalised for CPU, was still ~30% below ProduceConsume;
-  * ExecuteProduceConsume, normalised for CPU, was near identical to ProduceConsume.
-The scenario is not tuned to these numbers; the tests check the direction and a
-loose band, and docs/strategies.md records the ratios the model gives.
+  * ExecuteProduceConsume achieved better throughput than ProduceConsume because it
+    could use more cores, and normalised for CPU was near identical to it.
+The tests assert every part's direction with a margin; docs/model.md records the
+figures the model gives and why (the QueuedThreadPool's queue locks).
 """
 
 from __future__ import annotations
@@ -36,21 +38,46 @@ def test_ewyk_scenario_runs_on_the_2015_server_with_pc_by_default():
     assert cfg.workload.kind == "saturating" and cfg.workload.connections == 8
 
 
-def test_pc_throughput_above_pec(runs):
-    assert runs["pc"]["throughput_rps"] > 1.3 * runs["pec"]["throughput_rps"]
+def test_pc_reaches_several_times_the_throughput_of_pec(runs):
+    assert runs["pc"]["throughput_rps"] > 3 * runs["pec"]["throughput_rps"]
 
 
-def test_pec_uses_less_cpu_than_pc(runs):
-    assert runs["pec"]["cpus_utilized"] < 0.9 * runs["pc"]["cpus_utilized"]
+def test_pec_uses_a_lot_less_cpu_than_pc(runs):
+    assert runs["pec"]["cpus_utilized"] < 0.6 * runs["pc"]["cpus_utilized"]
 
 
 def test_pec_cpu_normalised_throughput_below_pc(runs):
     assert per_cpu(runs["pec"]) < 0.85 * per_cpu(runs["pc"])
 
 
+def test_epc_reaches_more_than_pc_by_using_more_cores(runs):
+    assert runs["epc"]["throughput_rps"] > 1.1 * runs["pc"]["throughput_rps"]
+    assert runs["epc"]["cpus_utilized"] > 1.2 * runs["pc"]["cpus_utilized"]
+
+
 def test_epc_cpu_normalised_throughput_within_25_percent_of_pc(runs):
     ratio = per_cpu(runs["epc"]) / per_cpu(runs["pc"])
     assert 0.75 <= ratio <= 1.25, ratio
+
+
+def test_why_pec_waits_on_the_pool_queue_and_epc_does_not():
+    """The reason, measured on the QueuedThreadPool's BlockingArrayQueue: every pec task
+    is a job taken under the queue's head lock (a parking ReentrantLock), and most of
+    those takes find the lock held and park, so the takes go one wake-up at a time
+    while CPUs idle; epc queues a job only when no dispatch is pending, about one for
+    every two or three tasks, and its takes rarely park."""
+    from warmcore.build import build, finish, run_built
+
+    def pool_figures(strategy):
+        ctx = build(load("ewyk", strategy=strategy, requests=REQUESTS), 1)
+        n = finish(ctx, run_built(ctx))["requests"]
+        q = ctx.strategy.pool.queue
+        return q.head.sem.acquires / n, q.head.sem.waits / n
+
+    pec_takes, pec_parks = pool_figures("pec")
+    epc_takes, epc_parks = pool_figures("epc")
+    assert pec_takes > 1.0 and pec_parks > 0.5 * pec_takes
+    assert epc_takes < 0.6 and epc_parks < 0.3 * epc_takes
 
 
 def test_every_run_completed_its_requests(runs):

@@ -569,6 +569,9 @@ SAME_NUMBERS = {
     "producer.threads": "the pipeline scenario has no producer process",
     "consumer.threads": "the pipeline scenario has no consumer process",
     "strategy.params.max_threads": "the pool never grows to 200 threads",
+    "strategy.params.selectors": "pc on the one connection runs on its selector's thread; "
+                                 "another selector waits in epoll_wait for connections "
+                                 "it does not have",
     "strategy.params.idle_timeout_s": "no thread idles 60 s in an 8 ms run",
     "machine.governor_params.up_threshold": TOP_CLOCK,
     "machine.governor_params.sampling_rate_us": TOP_CLOCK,

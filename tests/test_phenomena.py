@@ -46,24 +46,29 @@ def test_pipeline_dispatching_each_request_is_a_parallel_slowdown():
     assert pec["breakdown_us"]["coherence"] > 1 and pc["breakdown_us"]["coherence"] == 0
 
 
-def test_pipeline_jetty9_milestone_is_slower_lower_ipc_more_llc_loads_and_clocked_lower():
+def test_pipeline_jetty9_milestone_is_a_parallel_slowdown_in_all_its_parts():
     """Phenomenon 1 with the Jetty 9 milestone's own threading (strategy
     jetty9-milestone: the selector parses, the handling is dispatched to the pool, the
-    next pipelined request is dispatched from the completion), the parts the model
-    reproduces: against pc on the built-in `pipeline` scenario it is slower, runs at a
-    lower IPC, loads the LLC more than twice as often per request (each of its two
-    futex wake-ups per request moves the wait structures' lines between cores, both
-    ways: MachineModel.wake_transfer) and, under ondemand, is clocked lower. Not
-    reproduced yet (docs/model.md "Known departures", issue 12 open): more than one
-    CPU by a clear margin (1.02)."""
+    next pipelined request is dispatched from the completion), every part as the
+    report gives it, against pc (Jetty 8's one thread) on the built-in `pipeline`
+    scenario: slower, more than one CPU of task-clock, a lower IPC, more than twice
+    the LLC loads per request and, under ondemand, a lower clock. Why more than one
+    CPU: each dispatch wakes a pool thread that finds its job already taken (the
+    dispatching thread polls the queue first) and goes back to sleep, and those
+    sleep and wake cycles run on other CPUs (the thread's halves of the context
+    switches, its futex_wait, the queue's head lock, the wake-up's line transfers)."""
     pc = run("pipeline", {"strategy.name": "pc"}, requests=8000)
     j9 = run("pipeline", {"strategy.name": "jetty9-milestone"}, requests=8000)
     assert pc["throughput_rps"] > 1.2 * j9["throughput_rps"]
-    assert j9["ipc"] < 0.95 * pc["ipc"]
+    assert j9["cpus_utilized"] > 1.1 and pc["cpus_utilized"] < 1.01
+    assert j9["ipc"] < 0.9 * pc["ipc"]
     per_req = lambda r: r["llc_loads"] / r["requests"]  # noqa: E731
     assert per_req(j9) > 2 * per_req(pc)
     assert j9["ghz"] < 0.9 * pc["ghz"]
-    assert j9["cpus_utilized"] > 0.9           # the work overlaps more than pec's (0.73)
+    # the extra CPU is the futile wake-ups' system time on other CPUs
+    assert j9["context_switches"] / j9["requests"] > 1.5
+    busy = [u for u in j9["cpu_utilization"] if u > 0.01]
+    assert len(busy) >= 2 and sorted(busy)[-2] > 0.05
 
 
 def test_web_event_loop_uses_less_cpu_and_migrates_less_than_a_thread_pool():
