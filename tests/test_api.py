@@ -86,8 +86,8 @@ def test_compare_and_frame():
 
 class TestScenario:
     def test_load_from_name_file_and_dict_agree(self, tmp_path):
-        sc = warmcore.Scenario.load("web")
-        f = tmp_path / "web.toml"
+        sc = warmcore.Scenario.load("hello")
+        f = tmp_path / "hello.toml"
         f.write_text(sc.to_toml())
         assert warmcore.Scenario.load(str(f)) == sc
         assert warmcore.Scenario.load(sc.to_data()) == sc
@@ -163,7 +163,7 @@ class TestParameters:
 
     def test_every_parameter_value_validates_back(self):
         """Setting each parameter to its own value leaves a valid scenario."""
-        sc = warmcore.Scenario.load("web")
+        sc = warmcore.Scenario.load("hello")
         for p in warmcore.parameters(sc):
             if p.value is not None and p.type not in ("table",):
                 sc.set(p.path, p.value)
@@ -193,7 +193,7 @@ class TestShouldStop:
     def test_true_stops_the_run_with_a_partial_result(self):
         import time
 
-        sc = warmcore.Scenario.load("web")
+        sc = warmcore.Scenario.load("hello")
         t0 = time.monotonic()
         seen = []
 
@@ -222,7 +222,7 @@ class TestShouldStop:
         assert max(seen) < 2 / 3 + 1e-9
 
     def test_replications_not_begun_are_left_out(self):
-        sc = warmcore.Scenario.load("web", ["run.replications=50"])
+        sc = warmcore.Scenario.load("hello", ["run.replications=50"])
         r = warmcore.simulate(sc, requests=20_000, should_stop=lambda f: f > 0.05)
         assert r.partial and r.replications < 50
         assert any("replications ran before it was stopped" in w for w in r.warnings)

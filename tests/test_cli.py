@@ -206,7 +206,7 @@ def test_every_strategy_runs_every_built_in_scenario(capsys):
                                                               "workload finished")
 
 
-@pytest.mark.parametrize("args", [["pipeline"], ["web", "--strategy", "work-stealing"]])
+@pytest.mark.parametrize("args", [["pipeline"], ["hello", "--strategy", "work-stealing"]])
 def test_same_seed_same_json_across_processes_and_hash_seeds(args):
     """Bit for bit: nothing may depend on string hashing or process state."""
     import os

@@ -536,12 +536,13 @@ KERNEL_THREADS = {"strategy.params.kernel_threads": True}
 PREPARE |= {k: KERNEL_THREADS for k in ("strategy.params.kernel_start_us",
                                         "strategy.params.max_kernel_threads",
                                         "strategy.params.pool")}
-PREPARE["strategy.params.lock_us"] = {**KERNEL_THREADS, "strategy.params.pool": 200}
+# strategy.params.lock_us is drawn first on `hello` (thread-pool's executor queue
+# lock), where it acts without preparation
 # the turnaround matters with one request in flight per (serial) connection
 PREPARE["workload.client_turnaround_us"] = {"workload.serial": True,
                                             "workload.pipelined": False}
 # the event loop's task tunables act on responses coming back from its offload pool:
-# netflix's backend calls go there instead of through the non-blocking client
+# web's backend calls go there instead of through the non-blocking client
 OFFLOAD = {"strategy.params.async_backend": False, "strategy.params.offload": 8}
 PREPARE["strategy.params.io_ratio"] = OFFLOAD
 # bool fields that may be left unset, drawn as a selectbox

@@ -170,7 +170,7 @@ def test_with_nothing_changing_results_are_those_of_fixed_rates():
     from tests.helpers import scenario
     from warmcore.build import build, finish, run_built
 
-    cfg = scenario("web", {"machine.governor": "performance", "server.cpus": [0],
+    cfg = scenario("hello", {"machine.governor": "performance", "server.cpus": [0],
                            "machine.effects.membus": False, "workload.rate_per_s": 3000.0},
                    requests=2000)
 

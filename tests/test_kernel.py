@@ -182,7 +182,7 @@ def test_exited_threads_are_forgotten_but_their_counters_kept():
     ("pipeline", {}),                                    # one busy thread: mostly run-ahead
     ("pipeline", {"strategy.name": "pec"}),              # hand-offs between threads
     ("mmc", {}),
-    ("web", {"strategy.name": "work-stealing"}),
+    ("hello", {"strategy.name": "work-stealing"}),
     ("contended", {}),
 ])
 def test_run_ahead_gives_exactly_the_results_of_one_event_per_segment(monkeypatch, name, sets):

@@ -38,78 +38,78 @@ BAD = [
     (["run", "binary.toml"], "scenario", "not UTF-8 text (byte 128"),
     (["run", "deep.toml"], "scenario", "nested too deeply"),
     (["run", "strategy-scalar.toml", "--strategy", "pec"], "strategy", "should be a table"),
-    (["run", "web", *S('machine.overrides={pstates_ghz="fast"}')],
+    (["run", "hello", *S('machine.overrides={pstates_ghz="fast"}')],
      "machine.overrides.pstates_ghz", "list of numbers"),
-    (["run", "web", *S("machine.overrides={pstates_ghz=2.0}")],
+    (["run", "hello", *S("machine.overrides={pstates_ghz=2.0}")],
      "machine.overrides.pstates_ghz", "list of numbers"),
-    (["run", "web", *S("machine.overrides={smt_throughput=1.0}")],
+    (["run", "hello", *S("machine.overrides={smt_throughput=1.0}")],
      "machine.overrides.smt_throughput", "list of numbers"),
-    (["run", "web", *S('machine.overrides={extra="x"}')], "machine.overrides.extra", "table"),
-    (["run", "web", *S("work.contended_ops=inf")], "work.contended_ops", "finite"),
-    (["run", "web", *S("workload.rate_per_s=inf")], "workload.rate_per_s", "finite"),
-    (["run", "web", *S("workload.rate_per_s=1e308")], "workload.rate_per_s", "at most"),
-    (["run", "web", *S("workload.rate_per_s=1e15")], "workload.rate_per_s", "at most"),
-    (["run", "web", *S("work.backend_us=inf")], "work.backend_us", "finite"),
-    (["run", "web", "--duration", "inf"], "--duration", "positive"),
-    (["run", "web", *S("run.duration_s=inf")], "run.duration_s", "finite"),
-    (["run", "web", *S("workload.service_us=1e308")], "workload.service_us", "at most"),
-    (["run", "web", *S("work.task_kib=inf")], "work.task_kib", "finite"),
-    (["run", "web", *S('workload.service="lognormal"', "workload.service_cv=1e308")],
+    (["run", "hello", *S('machine.overrides={extra="x"}')], "machine.overrides.extra", "table"),
+    (["run", "hello", *S("work.contended_ops=inf")], "work.contended_ops", "finite"),
+    (["run", "hello", *S("workload.rate_per_s=inf")], "workload.rate_per_s", "finite"),
+    (["run", "hello", *S("workload.rate_per_s=1e308")], "workload.rate_per_s", "at most"),
+    (["run", "hello", *S("workload.rate_per_s=1e15")], "workload.rate_per_s", "at most"),
+    (["run", "hello", *S("work.backend_us=inf")], "work.backend_us", "finite"),
+    (["run", "hello", "--duration", "inf"], "--duration", "positive"),
+    (["run", "hello", *S("run.duration_s=inf")], "run.duration_s", "finite"),
+    (["run", "hello", *S("workload.service_us=1e308")], "workload.service_us", "at most"),
+    (["run", "hello", *S("work.task_kib=inf")], "work.task_kib", "finite"),
+    (["run", "hello", *S('workload.service="lognormal"', "workload.service_cv=1e308")],
      "workload.service_cv", "at most"),
-    (["run", "web", *S("server.threads=10000000")], "server.threads", "at most"),
-    (["run", "web", *S("run.replications=1000000")], "run.replications", "at most"),
-    (["run", "web", "--requests", "1e30"], "--requests", "invalid int value: '1e30'"),
-    (["run", "web", *S("run.requests=1000000000000")], "run.requests", "at most"),
-    (["run", "web", *S("workload.connections=100000000")], "workload.connections", "at most"),
+    (["run", "hello", *S("server.threads=10000000")], "server.threads", "at most"),
+    (["run", "hello", *S("run.replications=1000000")], "run.replications", "at most"),
+    (["run", "hello", "--requests", "1e30"], "--requests", "invalid int value: '1e30'"),
+    (["run", "hello", *S("run.requests=1000000000000")], "run.requests", "at most"),
+    (["run", "hello", *S("workload.connections=100000000")], "workload.connections", "at most"),
     (["run", "throughput-machine", *S("workload.jobs=100000000")], "workload.jobs", "at most"),
     (["run", "contended", *S("workload.producers=10000000")], "workload.producers", "at most"),
-    (["run", "web", "--strategy", "event-loop", *S("strategy.params.loops=10000000")],
+    (["run", "hello", "--strategy", "event-loop", *S("strategy.params.loops=10000000")],
      "strategy.params.loops", "cap of 100000"),
     (["run", "contended", "--strategy", "disruptor", *S("strategy.params.ring_size=1099511627776")],
      "strategy.params.ring_size", "at most 4194304"),
-    (["run", "web", "--strategy", "pec", *S("strategy=5")], "strategy", "should be a table"),
-    (["run", "web", "--requests", "100", *S("run=5")], "run", "should be a table"),
-    (["compare", "web", "--strategies", "pc", "--load", "nan"], "--load", "finite"),
+    (["run", "hello", "--strategy", "pec", *S("strategy=5")], "strategy", "should be a table"),
+    (["run", "hello", "--requests", "100", *S("run=5")], "run", "should be a table"),
+    (["compare", "hello", "--strategies", "pc", "--load", "nan"], "--load", "finite"),
     (["compare", "ewyk", "--strategies", "pc", "--load", "0.5"], "--load", "whole numbers"),
-    (["compare", "web", "--strategies", "pc", "--load", "inf"], "--load", "finite"),
-    (["run", "web", *S('workload.kind="open"', 'workload.arrival="trace"',
+    (["compare", "hello", "--strategies", "pc", "--load", "inf"], "--load", "finite"),
+    (["run", "hello", *S('workload.kind="open"', 'workload.arrival="trace"',
                        'workload.trace_file="nan-trace.txt"')],
      "workload.trace_file", "nan-trace.txt:2"),
-    (["run", "web", *S('workload.kind="open"', 'workload.arrival="trace"',
+    (["run", "hello", *S('workload.kind="open"', 'workload.arrival="trace"',
                        'workload.trace_file="inf-trace.txt"')],
      "workload.trace_file", "inf-trace.txt:2"),
-    (["run", "web", *S('workload.kind="open"', 'workload.arrival="trace"',
+    (["run", "hello", *S('workload.kind="open"', 'workload.arrival="trace"',
                        'workload.trace_file="latin1-trace.txt"')],
      "workload.trace_file", "not UTF-8 text (byte 17"),
-    (["run", "web", *S("machine.overrides={v_min=1.5,v_max=0.5}")],
+    (["run", "hello", *S("machine.overrides={v_min=1.5,v_max=0.5}")],
      "machine.overrides.v_min", "above v_max"),
-    (["run", "web", *S("machine.overrides={llc_domains_per_socket=1000}")],
+    (["run", "hello", *S("machine.overrides={llc_domains_per_socket=1000}")],
      "machine.overrides.llc_domains_per_socket", "LLC domains"),
-    (["run", "web", *S("machine.overrides={turbo_ghz=-1.0}")],
+    (["run", "hello", *S("machine.overrides={turbo_ghz=-1.0}")],
      "machine.overrides.turbo_ghz", "greater than 0"),
-    (["run", "web", *S("machine.overrides={tdp_w=-5.0}")], "machine.overrides.tdp_w",
+    (["run", "hello", *S("machine.overrides={tdp_w=-5.0}")], "machine.overrides.tdp_w",
      "greater than 0"),
-    (["run", "web", *S("machine.overrides={line_bytes=1.5}")], "machine.overrides.line_bytes",
+    (["run", "hello", *S("machine.overrides={line_bytes=1.5}")], "machine.overrides.line_bytes",
      "whole number"),
-    (["run", "web", *S("machine.overrides={dram_ns=1e300}")], "machine.overrides.dram_ns",
+    (["run", "hello", *S("machine.overrides={dram_ns=1e300}")], "machine.overrides.dram_ns",
      "cap of 1e+06"),
-    (["run", "web", *S("work.lock_us=inf")], "work.lock_us", "unknown key"),
-    (["run", "web", "--strategy", "thread-pool", *S("strategy.params.lock_us=inf")],
+    (["run", "hello", *S("work.lock_us=inf")], "work.lock_us", "unknown key"),
+    (["run", "hello", "--strategy", "thread-pool", *S("strategy.params.lock_us=inf")],
      "strategy.params.lock_us", "finite"),
-    (["run", "web", *S('machine.cores="4"')], "machine.cores", "whole number"),
-    (["run", "web", *S('machine.turbo="yes"')], "machine.turbo", "true or false"),
-    (["run", "web", *S("machine.cores=4\nfoo")], "--set", "line break"),
-    (["run", "web", *S("workload.rate_per_s=3.4e-41")], "workload.rate_per_s",
+    (["run", "hello", *S('machine.cores="4"')], "machine.cores", "whole number"),
+    (["run", "hello", *S('machine.turbo="yes"')], "machine.turbo", "true or false"),
+    (["run", "hello", *S("machine.cores=4\nfoo")], "--set", "line break"),
+    (["run", "hello", *S("workload.rate_per_s=3.4e-41")], "workload.rate_per_s",
      "simulated s; at most 1e+06"),
-    (["run", "web", *S("server.cpus=-1")], "server.cpus", "greater than 0"),
-    (["run", "web", *S('machine.overrides={default_governor="zzz"}')],
+    (["run", "hello", *S("server.cpus=-1")], "server.cpus", "greater than 0"),
+    (["run", "hello", *S('machine.overrides={default_governor="zzz"}')],
      "machine.overrides.default_governor", "'ondemand'"),
-    (["run", "web", *S("machine.sockets=5000")], "machine.sockets", "at most 64"),
-    (["run", "web", *S("machine.sockets=64", "machine.cores=64")], "machine.cores",
+    (["run", "hello", *S("machine.sockets=5000")], "machine.sockets", "at most 64"),
+    (["run", "hello", *S("machine.sockets=64", "machine.cores=64")], "machine.cores",
      "64 sockets x 64 cores"),
-    (["run", "web", *S("machine.governor_params={sampling_rate_us=1e-9}")],
+    (["run", "hello", *S("machine.governor_params={sampling_rate_us=1e-9}")],
      "machine.governor_params.sampling_rate_us", ""),
-    (["run", "web", "--max-wall", "nan"], "--max-wall", "positive"),
+    (["run", "hello", "--max-wall", "nan"], "--max-wall", "positive"),
 ]
 
 
@@ -135,7 +135,7 @@ def test_bad_input_gets_one_line_naming_its_field(argv, field, words, files):
 
 def test_messages_have_no_pydantic_internals():
     with pytest.raises(warmcore.ConfigError) as e:
-        warmcore.Scenario.load("web", ["server.cpus=-1"])
+        warmcore.Scenario.load("hello", ["server.cpus=-1"])
     assert e.value.field == "server.cpus" and "constrained" not in str(e.value)
     with pytest.raises(warmcore.ConfigError) as e:
         warmcore.simulate(warmcore.Scenario.load("pipeline", [
@@ -147,7 +147,7 @@ def test_messages_have_no_pydantic_internals():
 def test_an_error_never_echoes_a_whole_table():
     big = "{" + ", ".join(f"k{i} = {i}" for i in range(200)) + "}"
     with pytest.raises(warmcore.ConfigError) as e:
-        warmcore.Scenario.load("web", [f"machine.cores={big}"])
+        warmcore.Scenario.load("hello", [f"machine.cores={big}"])
     assert len(str(e.value)) < 200, str(e.value)
 
 
@@ -155,9 +155,9 @@ def test_strings_are_not_silently_converted():
     for setting in ('machine.cores="4"', 'machine.turbo="yes"', "machine.turbo=1",
                     'workload.service_us="100"', 'run.requests="5"'):
         with pytest.raises(warmcore.ConfigError):
-            warmcore.Scenario.load("web", [setting])
+            warmcore.Scenario.load("hello", [setting])
     # an integer where a float is wanted is a number, not a coercion
-    assert warmcore.Scenario.load("web", ["workload.service_us=100"]).workload.service_us == 100
+    assert warmcore.Scenario.load("hello", ["workload.service_us=100"]).workload.service_us == 100
 
 
 def test_upload_bytes_are_checked_like_files():
@@ -196,7 +196,7 @@ def test_no_command_prints_the_usage():
 
 
 def test_a_wall_budget_ends_a_long_run_marked_partial():
-    o = run_cli(["run", "web", "--requests", "5000000", "--max-wall", "1.5", "--json"],
+    o = run_cli(["run", "hello", "--requests", "5000000", "--max-wall", "1.5", "--json"],
                 timeout=60)
     assert contract_violation(o) is None, contract_violation(o)
     assert o.code == 0 and o.seconds < 20
@@ -214,7 +214,7 @@ def test_a_wall_budget_that_is_not_reached_changes_nothing():
 
 
 def test_a_wall_budget_skips_replications_not_begun():
-    sc = warmcore.Scenario.load("web", ["run.replications=50"])
+    sc = warmcore.Scenario.load("hello", ["run.replications=50"])
     r = warmcore.simulate(sc, requests=200_000, max_wall=1.0)
     assert r.partial and r.replications < 50
     assert any("replications ran" in w for w in r.warnings)
@@ -291,7 +291,7 @@ def test_an_overloaded_open_loop_of_any_size_is_bounded(tmp_path):
     would carry over the RSS of the forked parent (pytest, hundreds of MB late in a
     serial session) across the exec."""
     code = ("import json, warmcore\n"
-            "sc = warmcore.Scenario.load('web', ['workload.service_us=10000.0',"
+            "sc = warmcore.Scenario.load('hello', ['workload.service_us=10000.0',"
             " 'machine.cores=1', 'workload.rate_per_s=1e8'])\n"
             "r = warmcore.simulate(sc)\n"
             "hwm = next(int(line.split()[1]) for line in open('/proc/self/status')"

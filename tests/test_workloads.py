@@ -119,7 +119,7 @@ def test_same_seed_gives_same_demands_whatever_the_strategy_settings():
     assert da == db and len(set(da)) == 200
 
 
-def _one_conn_web(pipelined: bool) -> dict:
+def _one_conn_hello(pipelined: bool) -> dict:
     return {"kind": "connections", "connections": 1, "rate_per_s": 500.0, "service_us": 5.0,
             "serial": True, "pipelined": pipelined, "client_turnaround_us": 1000.0}
 
@@ -127,7 +127,7 @@ def _one_conn_web(pipelined: bool) -> dict:
 def _most_unanswered_at_the_server(pipelined: bool) -> int:
     """Run 4 busy connections; return the most requests one of them ever had at the
     server (arrived and not yet answered: in its inbox or being handled)."""
-    cfg = scenario("web", workload={"kind": "connections", "connections": 4,
+    cfg = scenario("hello", workload={"kind": "connections", "connections": 4,
                                     "rate_per_s": 150_000.0, "service_us": 5.0,
                                     "serial": True, "pipelined": pipelined,
                                     "client_turnaround_us": 20.0}, requests=3000)
@@ -156,7 +156,7 @@ def test_unpipelined_connections_keep_one_request_at_the_server_each():
 def test_held_requests_pay_the_client_turnaround_in_their_latency():
     """Latency counts from when a request was due: one that waited for the previous
     response and then client_turnaround_us (1 ms) shows it; pipelined ones do not."""
-    lat = {p: run("web", workload=_one_conn_web(p), requests=2000, seed=1)["latency_us"]
+    lat = {p: run("hello", workload=_one_conn_hello(p), requests=2000, seed=1)["latency_us"]
            for p in (True, False)}
     assert lat[False]["p99"] > 1000.0 > lat[True]["p99"], lat
     assert lat[False]["mean"] > 2 * lat[True]["mean"], lat
@@ -165,11 +165,11 @@ def test_held_requests_pay_the_client_turnaround_in_their_latency():
 def test_unpipelined_needs_serial_connections_and_a_valid_turnaround():
     from warmcore.simcore.config import ConfigError, load
     with pytest.raises(ConfigError, match="pipelined"):
-        load("web", ["workload.serial=false", "workload.pipelined=false"])
+        load("hello", ["workload.serial=false", "workload.pipelined=false"])
     with pytest.raises(ConfigError, match="client_turnaround_us"):
-        load("web", ["workload.client_turnaround_us=-1"])
+        load("hello", ["workload.client_turnaround_us=-1"])
     with pytest.raises(ConfigError, match="client_turnaround_us"):
-        load("web", ["workload.client_turnaround_us=nan"])
+        load("hello", ["workload.client_turnaround_us=nan"])
 
 
 def test_traced_arrivals_on_an_unpipelined_connection_wait_for_the_response(tmp_path):
