@@ -433,21 +433,33 @@ class Thread:
                 sem = k.resources[arg]
                 if sem.op is not None:
                     yield self.run(sem.op, req)
-                got = sem.acquire(self)
-                while not got:
-                    self.syscall("futex_wait")
-                    yield self.park()
-                    # fair: woken holding the permit; nonfair: try again (a barger
-                    # may have taken it: park again)
-                    got = sem.fair or sem.retry(self)
+                yield from self.take_permit(sem)
             else:
                 sem = k.resources[arg]
                 if sem.op is not None:
                     yield self.run(sem.op, req)
-                waiter = sem.release()
-                if waiter is not None:
-                    k.wake(waiter, self)              # futex wake, paid by this thread
+                self.give_permit(sem)
         done.succeed()
+
+    def take_permit(self, sem, woken: bool = False):
+        """Generator: a permit of ``sem`` (a ``Semaphore``) for this thread, parking on a
+        futex (``futex_wait``, system time) while there is none. Fair: woken holding the
+        permit; nonfair: try again at each wake-up (a barger may have taken it) and park
+        again at the head of the queue. ``woken``: the thread was queued on ``sem``
+        while it slept (a Condition waiter moved there by a signal) and a release has
+        just woken it, so it starts by trying again."""
+        got = sem.retry(self) if woken else sem.acquire(self)
+        while not got:
+            self.syscall("futex_wait")
+            yield self.park()
+            got = sem.fair or sem.retry(self)
+
+    def give_permit(self, sem) -> None:
+        """Release a permit of ``sem``; the waiter it hands to or wakes is woken with a
+        futex wake this thread pays."""
+        waiter = sem.release()
+        if waiter is not None:
+            self.kernel.wake(waiter, self)
 
     def prepare_park(self) -> None:
         """Queue this thread as a futex waiter while it still runs (FUTEX_WAIT's

@@ -188,10 +188,9 @@ class ParkingLock:
     word and the work under the lock are ``seg`` (a contended read-modify-write on
     the lock's line, priced by the hardware model), run while the lock is held."""
 
-    __slots__ = ("kernel", "seg", "sem")
+    __slots__ = ("seg", "sem")
 
-    def __init__(self, kernel, name: str, seg: Segment | None):
-        self.kernel = kernel
+    def __init__(self, name: str, seg: Segment | None):
         self.sem = Semaphore(name, 1, fair=False)
         self.seg = seg
 
@@ -202,27 +201,18 @@ class ParkingLock:
             yield t.run(self.seg, req)
 
     def acquire(self, t):
-        """Generator: acquire on thread ``t`` (the caller runs the work under it)."""
-        sem = self.sem
-        got = sem.acquire(t)
-        while not got:
-            t.syscall("futex_wait")            # AQS parkAndCheckInterrupt -> FUTEX_WAIT
-            yield t.park()
-            got = sem.retry(t)
+        """Generator: acquire on thread ``t`` (the caller runs the work under it); a
+        contender parks as AQS's parkAndCheckInterrupt does (FUTEX_WAIT)."""
+        return t.take_permit(self.sem)
 
     def relock(self, t):
         """Generator: ``t`` was queued on the lock while parked (a Condition waiter
         transferred by ``signal``) and woken by an unlock: retry, parking again at the
         head if a barger holds it."""
-        sem = self.sem
-        while not sem.retry(t):
-            t.syscall("futex_wait")
-            yield t.park()
+        return t.take_permit(self.sem, woken=True)
 
     def unlock(self, t) -> None:
-        w = self.sem.release()
-        if w is not None:
-            self.kernel.wake(w, t)            # AQS unparkSuccessor: a futex wake
+        t.give_permit(self.sem)               # AQS unparkSuccessor: a futex wake
 
 
 class BlockingArrayQueue:
@@ -253,10 +243,10 @@ class BlockingArrayQueue:
         self.cond: deque = deque()        # _notEmpty's waiters, longest waiting first
         self.waits = waits
         self.settle = settle
-        self.head = ParkingLock(kernel, f"{name}-head",
+        self.head = ParkingLock(f"{name}-head",
                                 lock_segment(ips, queue_us, f"{name}-head", "qtp-head")
                                 if queue_us > 0 else None)
-        self.tail = ParkingLock(kernel, f"{name}-tail",
+        self.tail = ParkingLock(f"{name}-tail",
                                 lock_segment(ips, queue_us, f"{name}-tail", "qtp-tail")
                                 if queue_us > 0 else None)
         self.signals = 0
@@ -315,7 +305,7 @@ class BlockingArrayQueue:
             head.unlock(t)                       # awaitNanos releases the lock
             yield from self.waits.wait(t, timeout, self._leave, self.settle)
             if t.data.timed_out and head.sem.waking is not t:
-                yield from head.lock(t)          # acquireQueued after the timeout
+                yield from head.acquire(t)       # acquireQueued after the timeout
                 if not self.jobs:
                     head.unlock(t)
                     return None

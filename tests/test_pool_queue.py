@@ -45,7 +45,7 @@ def test_a_contender_parks_and_the_unlock_wakes_it():
     """A holds the lock for 10 us; B, on the other CPU, finds it held and parks
     (FUTEX_WAIT); A's unlock wakes B (a futex wake A pays), which then holds it."""
     env, m, k = machine()
-    lock = ParkingLock(k, "l", None)
+    lock = ParkingLock("l", None)
     got = {}
 
     def body(name, hold_us):
@@ -72,7 +72,7 @@ def test_a_running_thread_barges_past_a_woken_waiter():
     before B (still waking) retries; B finds it held and parks again at the head of the
     queue; C's unlock wakes B, which gets it. B parks twice and is woken twice."""
     env, m, k = machine()
-    lock = ParkingLock(k, "l", None)
+    lock = ParkingLock("l", None)
     order = []
 
     def holder(name, start_us, hold_us):
