@@ -25,7 +25,7 @@ from warmcore.simcore.config import (
     MAX_HORIZON_S,
     MAX_TRACE_ARRIVALS,
     MAX_TRACE_BYTES,
-    SOCKET_KINDS,
+    has_sockets,
     ConfigError,
     read_text,
 )
@@ -230,9 +230,9 @@ class Workload:
         self.connections = [Connection(i, self.serial) for i in range(n_connections)]
         # The thread that reports a request done writes its response to the socket
         # (models/syscalls.py: loopback TCP, the peer's receive softirq included); only
-        # workloads with sockets (simcore.config.SOCKET_KINDS).
+        # workloads with sockets (simcore.config.has_sockets).
         self.write_s = (ctx.machine.syscall_cost("write", kib=ctx.cfg.work.response_kib)
-                        if wl.kind in SOCKET_KINDS else 0.0)
+                        if has_sockets(wl) else 0.0)
         if type(self).finished is Workload.finished and not self.serial and not self.write_s:
             self.finished = ctx.recorder.complete   # one call fewer per request
 
@@ -567,6 +567,15 @@ class Stream(Workload):
         self.prod_ins = wl.producer_us * 1e-6 * self.ips
         self.gap = (sampler("exponential", wl.producers / wl.rate_per_s,
                             ctx.streams.generator("arrivals")) if wl.rate_per_s else None)
+        # With `tcp`, the stream's own ends of its loopback connections
+        # (models/syscalls.py): the producer's write (its transmit and the server
+        # side's receive softirq, which loopback runs on the writer's CPU) and the
+        # consumer's read; the server's read and write are its strategy's and
+        # finished()'s, as for every socket workload.
+        self.tcp = wl.tcp
+        self.prod_write_s = (ctx.machine.syscall_cost("write", kib=ctx.cfg.work.request_kib)
+                             if wl.tcp else 0.0)
+        self.consumer_reads = 0     # read calls of tcp consumers (each for all they find)
         self.in_flight = 0
         self.blocked_producers: list = []
         self.cons_queue: deque = deque()
@@ -596,9 +605,14 @@ class Stream(Workload):
             self.ctx.recorder.arrive(req)   # in the system from the start of production
             self.in_flight += 1
             fp = (Footprint(TASK, req.id, self.msg_lines, True),) if self.msg_lines else ()
+            if self.tcp:
+                t.charge_io(self.prod_write_s)
             yield t.run(Segment(self.prod_ins, fp, label="publish"), req)
             if notify_after_append(conn, req):
-                self.ctx.strategy.on_arrival(conn)
+                if self.tcp:     # the server side's receive runs in the producer's write
+                    self.ctx.kernel.deliver_from(t, lambda c=conn: self.ctx.strategy.on_arrival(c))
+                else:
+                    self.ctx.strategy.on_arrival(conn)
 
     def finished(self, req: Request, thread) -> None:
         """The server handled the message: send it on to a consumer (a write)."""
@@ -607,9 +621,16 @@ class Stream(Workload):
         self.release(req)
         self.cons_queue.append(req)
         if self.cons_idle:
-            self.ctx.kernel.wake(self.cons_idle.pop(), thread)
+            k = self.ctx.kernel
+            if self.tcp:     # the socket's wake-up, paid in the write (write_s)
+                k.deliver_from(thread, lambda: k.wake(self.cons_idle.pop()))
+            else:
+                k.wake(self.cons_idle.pop(), thread)
 
     def _consumer(self, t):
+        if self.tcp:
+            yield from self._tcp_consumer(t)
+            return
         q = self.cons_queue
         while True:
             if not q:
@@ -617,12 +638,32 @@ class Stream(Workload):
                 yield t.park()
                 continue
             req = q.popleft()
-            fp = (Footprint(TASK, req.id, self.msg_lines, False),) if self.msg_lines else ()
-            yield t.run(Segment(self.cons_ins, fp, label="consume-msg"), req)
-            self.in_flight -= 1
-            self.ctx.recorder.complete(req)
-            if self.blocked_producers:
-                self.ctx.kernel.wake(self.blocked_producers.pop(), t)
+            yield from self._consume(t, req)
+
+    def _tcp_consumer(self, t):
+        """A consumer reading its socket: one read returns every message waiting."""
+        q = self.cons_queue
+        kib = self.ctx.cfg.work.response_kib
+        syscall_cost = self.ctx.machine.syscall_cost
+        while True:
+            if not q:
+                self.cons_idle.append(t)
+                yield t.park()
+                continue
+            batch = list(q)
+            q.clear()
+            self.consumer_reads += 1
+            t.charge_io(syscall_cost("read", kib=len(batch) * kib))
+            for req in batch:
+                yield from self._consume(t, req)
+
+    def _consume(self, t, req):
+        fp = (Footprint(TASK, req.id, self.msg_lines, False),) if self.msg_lines else ()
+        yield t.run(Segment(self.cons_ins, fp, label="consume-msg"), req)
+        self.in_flight -= 1
+        self.ctx.recorder.complete(req)
+        if self.blocked_producers:
+            self.ctx.kernel.wake(self.blocked_producers.pop(), t)
 
 
 def build_workload(ctx) -> Workload:

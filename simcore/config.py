@@ -240,17 +240,27 @@ class Stream(ServiceShape):
     consumer_us: MicrosOrZero = 2.0
     producers: Annotated[int, Field(gt=0, le=1024)] = 1
     consumers: Annotated[int, Field(gt=0, le=1024)] = 1
+    tcp: bool = Field(default=False, description=(
+        'producer, server and consumer talk over loopback TCP: the producer pays its '
+        'write (with the server side\'s receive softirq), the server its read and write, '
+        'the consumer one read per wake-up for all it finds; socket wake-ups are sync '
+        'wake-ups. Off by default: docs/model.md, Known departures'))
 
 
 Workload = Annotated[OpenLoop | ClosedLoop | Saturating | Batch | Connections | Stream,
                      Field(discriminator="kind")]
 WORKLOAD_KINDS = ("open", "closed", "saturating", "batch", "connections", "stream")
 # Workloads whose requests reach the server over a socket it reads and answers on
-# (loopback TCP, models/syscalls.py). Not a batch (no sockets), and not yet the
-# producer -> server -> consumer stream: with its reads and writes charged, one
-# server CPU on `contended` comes out slower than two (100k against 159k msgs/s),
-# the opposite of the reports (docs/model.md "Known departures"; issue 12).
+# (loopback TCP, models/syscalls.py). Not a batch (no sockets), and the
+# producer -> server -> consumer stream only with `workload.tcp` (has_sockets): with
+# its reads and writes charged, `contended` does not slow several-fold from one
+# server CPU to all of them (docs/model.md "Known departures"; issue 12).
 SOCKET_KINDS = ("open", "closed", "saturating", "connections")
+
+
+def has_sockets(workload) -> bool:
+    """Does the server read its requests from, and answer on, loopback TCP sockets?"""
+    return workload.kind in SOCKET_KINDS or bool(getattr(workload, "tcp", False))
 
 
 StepDist = Literal["deterministic", "exponential", "lognormal"]
@@ -380,6 +390,15 @@ class RunCfg(Strict):
         return self
 
 
+class KernelCfg(Strict):
+    """The simulated OS scheduler's optional behaviours (simcore.kernel)."""
+
+    wakeup_preemption: bool = Field(default=False, description=(
+        "CFS wake-up preemption: a woken thread more than sched_wakeup_granularity behind "
+        "the running one in virtual runtime runs next, at the running thread's next "
+        "segment boundary. Off by default: docs/engine.md, departures"))
+
+
 class Scenario(Strict):
     """A validated scenario. Immutable in use: ``set`` and ``with_`` return new ones.
 
@@ -400,6 +419,7 @@ class Scenario(Strict):
     consumer: ProcessCfg = ProcessCfg()
     strategy: StrategyCfg = StrategyCfg()
     resources: dict[str, ResourceCfg] = {}
+    kernel: KernelCfg = KernelCfg()
     run: RunCfg
 
     @model_validator(mode="after")

@@ -72,6 +72,7 @@ HANDOFF_CALLS = frozenset(("futex_wait", "futex_wake", "sched_yield"))
 SCHED_LATENCY_S = 6e-3          # sysctl_sched_latency (kernel/sched/fair.c)
 SCHED_MIN_GRANULARITY_S = 0.75e-3
 SCHED_MIGRATION_COST_S = 500e-6  # sysctl_sched_migration_cost
+SCHED_WAKEUP_GRANULARITY_S = 1e-3  # sysctl_sched_wakeup_granularity
 
 
 class Process:
@@ -99,6 +100,8 @@ class Cpu:
         "idle_since",
         "last_tid",
         "llc",
+        "min_vruntime",
+        "preempt_next",
         "rq",
         "balance_pending",
     )
@@ -113,6 +116,10 @@ class Cpu:
         self.last_tid = -1
         self.busy_s = 0.0                    # executing time, accounted per chunk at its start
         self.balance_pending = False         # an idle-balance retry is scheduled
+        # CFS wake-up preemption (Kernel.wakeup_preemption): the run queue's monotonic
+        # min_vruntime, and a woken thread waiting to preempt the current one
+        self.min_vruntime = 0.0
+        self.preempt_next = False
 
 
 class Thread:
@@ -126,6 +133,7 @@ class Thread:
         "cont",
         "cpu",
         "cs",
+        "vruntime",
         "ctr",
         "data",
         "fl_costx",
@@ -176,6 +184,7 @@ class Thread:
         self.last_ran = -1.0
         self.ctr = [0.0] * len(CTR_FIELDS)
         self.cs = 0
+        self.vruntime = 0.0           # CFS virtual runtime: CPU time (one weight: no nice levels)
         self.migrations = 0
         self.futex_wakes = 0
         self.woken_from = -1          # CPU of the thread whose futex wake made it runnable
@@ -633,7 +642,7 @@ class TraceBuffer(deque):
 class Kernel:
     """Per-CPU run queues, placement, wake-ups, time slices and counters."""
 
-    def __init__(self, env, machine, trace_limit: int = 0):
+    def __init__(self, env, machine, trace_limit: int = 0, wakeup_preemption: bool = False):
         self.env = env
         self.machine = machine
         n = machine.n_cpus
@@ -653,6 +662,11 @@ class Kernel:
         self.min_granularity = SCHED_MIN_GRANULARITY_S * factor
         self.slice_max = self.sched_latency
         self.migration_cost = SCHED_MIGRATION_COST_S
+        self.wakeup_preemption = wakeup_preemption
+        self.wakeup_gran = SCHED_WAKEUP_GRANULARITY_S * factor
+        # The CPU whose softirq is delivering socket data now (loopback runs the
+        # receive path on the writer's CPU): its wake-ups are sync wake-ups from it.
+        self.softirq_cpu: Cpu | None = None
         self.trace = None
         if trace_limit:
             # A CPU's clock changes are trace events too (kind "freq", the new GHz in
@@ -743,7 +757,9 @@ class Kernel:
         the syscall on its next segment. A thread queued as a waiter but not asleep
         yet (``prepare_park``) keeps the wake-up for its ``park()``. Returns False,
         doing nothing, if ``t`` was not waiting: running, runnable, or blocked in
-        I/O (a futex wake does not end a read or a sleep; only its own timer does)."""
+        I/O (a futex wake does not end a read or a sleep; only its own timer does).
+        Called with no waker while a socket's receive runs in softirq
+        (``softirq_cpu``, see ``deliver_from``), it is that socket's sync wake-up."""
         if t.state is not PARKED:
             if not t.futex_queued or t.wake_pending:
                 return False
@@ -752,7 +768,20 @@ class Kernel:
                 waker.pending_busy += self.machine.futex_wake_cost()
                 waker.futex_wakes += 1
             return True
+        if waker is None and self.softirq_cpu is not None:
+            return self._make_runnable(t, None, self.softirq_cpu)
         return self._make_runnable(t, waker)
+
+    def deliver_from(self, writer: Thread, deliver) -> None:
+        """Run ``deliver()`` as the receive softirq of a loopback socket ``writer``
+        wrote to: on the writer's CPU, whose wake-ups of the socket's readers are
+        *sync* wake-ups (``sock_def_readable`` -> ``wake_up_interruptible_sync_poll``;
+        the wake-up's kernel work is in the write's cost, models/syscalls.py)."""
+        self.softirq_cpu = writer.cpu
+        try:
+            deliver()
+        finally:
+            self.softirq_cpu = None
 
     @staticmethod
     def charge_blocked_io(req, seconds: float) -> None:
@@ -765,22 +794,56 @@ class Kernel:
         if t.state is BLOCKED:
             self._make_runnable(t, None)
 
-    def _make_runnable(self, t: Thread, waker: Thread | None) -> bool:
+    def _make_runnable(self, t: Thread, waker: Thread | None,
+                       sync_cpu: Cpu | None = None) -> bool:
+        """``sync_cpu``: a sync wake-up from that CPU (no waker thread to charge)."""
         if waker is not None:
             waker.pending_busy += self.machine.futex_wake_cost()
             waker.futex_wakes += 1
             if self.wake_lines and waker.cpu is not None:
                 self._wake_lines_of_waker(t, waker)
-        cpu = self._select_cpu(t, waker.cpu if waker is not None else None)
+        if sync_cpu is not None:
+            cpu = self._select_cpu(t, sync_cpu, sync=True)
+        else:
+            cpu = self._select_cpu(t, waker.cpu if waker is not None else None)
         if cpu.current is None:
             self._dispatch(cpu, t, from_idle=True)
         else:
             t.state = RUNNABLE
             t.rq_since = self.env.now
-            cpu.rq.append(t)
+            if self.wakeup_preemption and self._wakeup_preempts(t, cpu):
+                cpu.rq.appendleft(t)       # runs next, at the current thread's next boundary
+                cpu.preempt_next = True
+            else:
+                cpu.rq.append(t)
             self.n_queued += 1
             self.runqueue_max = max(self.runqueue_max, len(cpu.rq))
         return True
+
+    def _wakeup_preempts(self, t: Thread, cpu: Cpu) -> bool:
+        """CFS's placement of a woken thread on a busy CPU and its wake-up preemption
+        (kernel/sched/fair.c, before EEVDF): ``t``'s virtual runtime keeps its lag
+        behind the run queue it left (``migrate_task_rq_fair``), is put no further
+        than ``sched_latency / 2`` behind this queue's ``min_vruntime``
+        (``place_entity``, GENTLE_FAIR_SLEEPERS), and ``t`` preempts the current
+        thread if it is more than the wake-up granularity behind it
+        (``check_preempt_wakeup``, ``wakeup_preempt_entity``)."""
+        cur = cpu.current
+        ran = self.env.now - cur.run_since
+        cur_v = cur.vruntime + (ran if ran > 0.0 else 0.0)
+        low = cur_v
+        for q in cpu.rq:
+            if q.vruntime < low:
+                low = q.vruntime
+        if low > cpu.min_vruntime:
+            cpu.min_vruntime = low
+        prev = t.last_cpu
+        if prev is not None and prev is not cpu:
+            t.vruntime += cpu.min_vruntime - prev.min_vruntime
+        floor = cpu.min_vruntime - self.sched_latency / 2
+        if t.vruntime < floor:
+            t.vruntime = floor
+        return cur_v - t.vruntime > self.wakeup_gran
 
     def _wake_lines_of_waker(self, t: Thread, waker: Thread) -> None:
         """The waker's futex wake reads and writes the wait structures ``t``'s CPU
@@ -805,13 +868,19 @@ class Kernel:
             t.timed_out = True
             self.wake(t)
 
-    def _select_cpu(self, t: Thread, waker_cpu: Cpu | None) -> Cpu:
+    def _select_cpu(self, t: Thread, waker_cpu: Cpu | None, sync: bool = False) -> Cpu:
         cpus = self.cpus
         prev = t.last_cpu
         allowed = t.allowed_set
         if prev is not None and prev.current is None and prev.id in allowed:
             return prev
-        if prev is not None and prev.id in allowed:
+        # wake_affine_idle: a sync waker alone on its CPU is about to sleep; its CPU is
+        # the target (an idle CPU in its LLC is still preferred, select_idle_sibling)
+        affine = (sync and waker_cpu is not None and not waker_cpu.rq
+                  and waker_cpu.id in allowed)
+        if affine:
+            target = waker_cpu
+        elif prev is not None and prev.id in allowed:
             target = prev
         elif waker_cpu is not None and waker_cpu.id in allowed:
             target = waker_cpu
@@ -831,6 +900,8 @@ class Kernel:
             for cid in t.allowed:        # idle CPU elsewhere: the idle balancer would pull
                 if cpus[cid].current is None:
                     return cpus[cid]
+        if affine:
+            return target
         best = target
         for cid in t.allowed:
             c = cpus[cid]
@@ -855,6 +926,10 @@ class Kernel:
             delay = 0.0     # time spent runnable in the queue is queue wait, not dispatch
         cpu.current = t
         cpu.idle_since = -1.0
+        if self.wakeup_preemption:
+            cpu.preempt_next = False
+            if not cpu.rq and t.vruntime > cpu.min_vruntime:
+                cpu.min_vruntime = t.vruntime   # the current thread alone: the queue's minimum
         if not ideal:
             # Every dispatch ends a sleep or a wait in a run queue: a context switch
             # whose halves the thread runs (schedule() as it left, the return from it
@@ -919,6 +994,8 @@ class Kernel:
         now = self.env._now     # hot path: see fast_timeout
         t.state = state
         t.cs += 1
+        if self.wakeup_preemption and now > t.run_since:
+            t.vruntime += now - t.run_since
         t.cpu = None
         t.last_cpu = cpu
         t.last_ran = now
@@ -958,6 +1035,8 @@ class Kernel:
                 cold = t.last_ran + self.migration_cost
                 if now >= cold:
                     c.rq.remove(t)
+                    if not c.rq:
+                        c.preempt_next = False
                     self.n_queued -= 1
                     return t
                 cold_at = cold if cold_at is None else min(cold_at, cold)
@@ -989,7 +1068,7 @@ class Kernel:
         now = self.env.now
         if cpu.rq:
             budget = t.run_since + self._slice(cpu) - now
-            if budget <= 0.0:
+            if budget <= 0.0 or cpu.preempt_next:
                 self._preempt(t)
                 return
         fp = t.fl_parts

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from warmcore.simcore.config import (
     MAX_COUNT,
     MAX_US,
-    SOCKET_KINDS,
+    has_sockets,
     ConfigError,
     config_error,
     over_cap,
@@ -78,10 +78,10 @@ class Strategy:
         self.env = ctx.env
         self.kernel = ctx.kernel
         # The read system call that brings requests in from a socket (loopback TCP,
-        # models/syscalls.py); only workloads with sockets (SOCKET_KINDS). read_s[n]: a
+        # models/syscalls.py); only workloads with sockets (has_sockets). read_s[n]: a
         # read returning n requests (n = 0: EAGAIN), for the n a strategy uses.
         m = ctx.machine
-        self.sockets = ctx.cfg.workload.kind in SOCKET_KINDS
+        self.sockets = has_sockets(ctx.cfg.workload)
         self._req_kib = ctx.cfg.work.request_kib
         self._read_s = [m.syscall_cost("read", kib=n * self._req_kib) if self.sockets else 0.0
                         for n in range(2)]

@@ -201,7 +201,8 @@ def build(cfg: Scenario, seed: int) -> SimContext:
     env = simpy.Environment()
     streams = Streams(seed)
     machine = build_machine(cfg)
-    kernel = Kernel(env, machine, trace_limit=cfg.run.trace_events)
+    kernel = Kernel(env, machine, trace_limit=cfg.run.trace_events,
+                    wakeup_preemption=cfg.kernel.wakeup_preemption)
     kernel.resources = make_resources(cfg, machine)
     run = cfg.run
     if cfg.workload.kind == "batch":
