@@ -628,20 +628,8 @@ class Stream(Workload):
                 k.wake(self.cons_idle.pop(), thread)
 
     def _consumer(self, t):
-        if self.tcp:
-            yield from self._tcp_consumer(t)
-            return
-        q = self.cons_queue
-        while True:
-            if not q:
-                self.cons_idle.append(t)
-                yield t.park()
-                continue
-            req = q.popleft()
-            yield from self._consume(t, req)
-
-    def _tcp_consumer(self, t):
-        """A consumer reading its socket: one read returns every message waiting."""
+        """Takes the messages one at a time; over TCP one read returns every message
+        waiting on its socket."""
         q = self.cons_queue
         kib = self.ctx.cfg.work.response_kib
         syscall_cost = self.ctx.machine.syscall_cost
@@ -649,6 +637,9 @@ class Stream(Workload):
             if not q:
                 self.cons_idle.append(t)
                 yield t.park()
+                continue
+            if not self.tcp:
+                yield from self._consume(t, q.popleft())
                 continue
             batch = list(q)
             q.clear()
