@@ -65,18 +65,24 @@ with w other waiters costs
 t the topology latency above, beta the preset's ``contended_waiter_cost``
 (default 1: each waiter's copy is one more line transfer per handover, the
 test-and-test-and-set and ticket-lock case; a pure fetch-and-add counter has
-less), and N_o the *effective number* of other CPUs contending: the inverse
-Simpson index of their shares of the line's busy time, (sum u_j)^2 / sum u_j^2
-over CPUs j other than the requester (k equal contenders give k; one dominant
-contender and a few occasional ones give about 1). The line's busy time and
-the M/D/1 wait use t_w. With one other contender (two CPUs) w = 0 and the
-model is as above; with k contenders the line serves about
+less), and N_o the number of *other* CPUs whose ops on the line are in
+progress at the handover: each CPU's ops of a segment span from its start
+over (n - 1) x its spacing plus its stall (the time it spends in the op loop,
+waiting included), and the line remembers when each CPU's span ends. The
+line's busy time and the M/D/1 wait use t_w. With one other contender (two
+CPUs) w = 0 and the model is as above; with k contenders the line serves about
 1 / (t (1 + beta (k - 2))) ops per second: the contended server's throughput
 falls as cores are added (docs/MODEL.md phenomenon 3).
 
+(Before, N_o was the inverse Simpson index of the other CPUs' decaying shares
+of the line's busy time. A segment posts its ops at its start, so a line used
+by long contended segments looked bursty to that estimate: on ``contended``
+with four server CPUs all inside their op loops it counted 1.3-2 contenders,
+not 3, and the handover barely grew from 4 CPUs to 8; docs/model-caches.md.)
+
 So one CPU alone pays only hits, while dense ops from several CPUs pay a
-transfer and a queueing wait each, and the line serves about 1 / t ops per
-second however many cores contend (docs/MODEL.md "Memory bus and coherence
+transfer and a queueing wait each, and the line serves at most about 1 / t ops
+per second, less the more cores wait on it (docs/MODEL.md "Memory bus and coherence
 contention"; phenomenon 3: a contended server runs faster on fewer cores).
 """
 
@@ -172,7 +178,8 @@ class Directory:
 
 
 class ContendedLines:
-    """Per contended line: last owner, last other CPU, decaying op rate and utilisation.
+    """Per contended line: last owner, last other CPU, decaying op rate and utilisation,
+    and when each CPU's ops in progress end (the waiters at a handover).
 
     topology  a Topology (transfer latencies)
     hit_s     cost of an op on a line the CPU already owns (L1 hit), seconds
@@ -183,7 +190,7 @@ class ContendedLines:
     """
 
     __slots__ = ("topo", "hit_s", "tau_s", "inv_tau", "rho_cap", "lines", "max_lines",
-                 "waiter_cost")
+                 "waiter_cost", "cross_llc")
 
     def __init__(self, topology: Topology, hit_s: float, tau_s: float = 100e-6,
                  rho_cap: float = 0.98, max_lines: int = 65536, waiter_cost: float = 1.0):
@@ -195,13 +202,16 @@ class ContendedLines:
         self.rho_cap = rho_cap
         self.lines: dict = {}
         self.max_lines = max(2, int(max_lines))
+        # did the last ``ops`` call's transfers come from outside the CPU's LLC domain
+        # (perf counts those in LLC-misses; a transfer within it is an LLC hit)
+        self.cross_llc = False
 
     def _state(self, line, now):
         st = self.lines.get(line)
         if st is None:
             # [owner cpu, last other cpu, t, op rate, utilisation,
-            #  {cpu: [t, op rate, util]}, sum over CPUs of util^2]
-            st = [-1, -1, now, 0.0, 0.0, {}, 0.0]
+            #  {cpu: [t, op rate, util]}, {cpu: end of its ops in progress}]
+            st = [-1, -1, now, 0.0, 0.0, {}, {}]
             self.lines[line] = st
             if len(self.lines) > self.max_lines:
                 keep = sorted(self.lines.items(), key=lambda kv: kv[1][2])
@@ -241,7 +251,6 @@ class ContendedLines:
         f = math.exp(-dt * inv_tau) if dt > 0.0 else 1.0
         lam_tot = st[3] * f
         u_tot = st[4] * f
-        u_sq = st[6] * f * f            # every CPU's share decays alike: squares by f^2
         mine = st[5].get(cpu)
         if mine is None:
             lam_me = u_me = 0.0
@@ -262,14 +271,16 @@ class ContendedLines:
         other = st[1]
         topo = self.topo
         t_ns = topo.transfer_ns(cpu, other) if other >= 0 and other != cpu else topo.ns_llc
-        # the other waiters at a handover: the effective number of other contenders
-        # (inverse Simpson index of their line shares) less the one handing over
-        sq_o = u_sq - u_me * u_me
-        if sq_o > 1e-30 and rho > 0.0:
-            u_o = u_tot - u_me
-            waiters = u_o * u_o / sq_o - 1.0
-            if waiters > 0.0:
-                t_ns *= 1.0 + self.waiter_cost * waiters
+        self.cross_llc = t_ns > topo.ns_llc
+        # the other waiters at a handover: the other CPUs whose ops on the line are in
+        # progress, less the one handing over
+        ends = st[6]
+        waiters = -1
+        for c in ends:
+            if c != cpu and ends[c] > now:
+                waiters += 1
+        if waiters > 0:
+            t_ns *= 1.0 + self.waiter_cost * waiters
         t = t_ns * 1e-9
         hit = self.hit_s
         wait = rho * t / (2.0 * (1.0 - rho))
@@ -297,7 +308,7 @@ class ContendedLines:
         st[2] = now
         st[3] = lam_tot + posted
         st[4] = u_tot + busy
-        st[6] = u_sq + busy * (2.0 * u_me + busy)      # (u_me + busy)^2 - u_me^2
+        ends[cpu] = now + (n - 1.0) * spacing_s + stall     # our op loop, waits included
         if mine is None:
             st[5][cpu] = [now, posted, busy]
         else:

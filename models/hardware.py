@@ -338,7 +338,7 @@ class HardwareMachine:
                 l1l += n_ops
                 l1m += transfers
                 llcl += transfers
-                if t_ns > self._ns_llc:
+                if self.lines.cross_llc:     # from another LLC (not t_ns: waiters scale it)
                     llcm += transfers
 
         wait = 0.0

@@ -188,24 +188,42 @@ def test_one_other_contender_hands_over_at_the_plain_transfer_cost():
     assert t_ns == pytest.approx(40.0)
 
 
-def test_unequal_shares_count_as_fewer_contenders():
-    """The inverse Simpson index: shares 0.9/0.05/0.05 of the others' line time count
-    as 1/(0.81 + 0.0025 + 0.0025) = 1.23 contenders, not 3."""
-    cl = ContendedLines(Topology(QUAD), hit_s=0.0, waiter_cost=1.0)
-    # CPU 1 does 18 transfers for each one of CPU 2's and CPU 3's (all alternate with 0)
-    seq = [1] * 18 + [2] + [1] * 18 + [3]
-    for _ in range(40):
-        for cpu in seq:
-            cl.ops("u", 0, 1, 0.0, 0.0)
-            cl.ops("u", cpu, 1, 0.0, 0.0)
-    st = cl.lines["u"]
-    shares = {c: v[2] for c, v in st[5].items() if c != 0}
-    tot = sum(shares.values())
-    n_o = tot * tot / sum(u * u for u in shares.values())
-    cl.ops("u", 1, 1, 0.0, 0.0)            # CPU 1 owns the line now
-    _, _, t_ns = cl.ops("u", 0, 1, 0.0, 0.0)
-    assert 1.1 < n_o < 1.4
-    assert t_ns == pytest.approx(40.0 * n_o, rel=0.02)
+def test_only_cpus_with_ops_in_progress_count_as_waiters():
+    """N_o counts the other CPUs whose op loops are in progress at the handover: a
+    segment of n ops spaced s apart that stalled `stall` is in its loop from its start
+    for (n - 1) s + stall. CPUs 1, 2 and 3 start 10 ops 1 us apart at 0, 2 us and 4 us
+    (loops end at ~9, ~11 and ~13 us); CPU 0 at 10 us finds CPUs 2 and 3 in progress
+    (N_o = 2, one waiter besides the CPU handing over) and at 12 us only CPU 3 (N_o =
+    1, no waiter): a CPU that touched the line long ago, however much, is no waiter."""
+    cl = ContendedLines(Topology(QUAD), hit_s=HIT, waiter_cost=1.0)
+    ends = {}
+    for cpu, start in ((1, 0.0), (2, 2e-6), (3, 4e-6)):
+        stall, _, _ = cl.ops("u", cpu, 10, start, 1e-6)
+        ends[cpu] = start + 9e-6 + stall
+    assert ends[1] < 10e-6 < ends[2] < 12e-6 < ends[3]
+    _, transfers, t_ns = cl.ops("u", 0, 1, 10e-6, 0.0)
+    assert transfers == 1.0 and t_ns == pytest.approx(40.0 * 2)
+    cl.ops("u", 3, 1, 11e-6, 0.0)                     # CPU 3 takes the line back
+    _, _, t_ns = cl.ops("u", 0, 1, 12e-6, 0.0)
+    assert t_ns == pytest.approx(40.0)
+
+
+def test_a_cpus_loop_includes_its_waits():
+    """The stall is part of the loop: a single op that waited behind a busy line keeps
+    its CPU a waiter until its wait is over, and not after."""
+    cl = ContendedLines(Topology(QUAD), hit_s=HIT, waiter_cost=1.0)
+    for i in range(1501):                     # CPUs 1 and 2 keep the line busy at 0 ...
+        cl.ops("v", 1 + i % 2, 1, 0.0, 0.0)
+    t1 = 1e-6                                 # ... and their loops are over by 1 us
+    stall3, _, _ = cl.ops("v", 3, 1, t1, 0.0)
+    stall2, _, _ = cl.ops("v", 2, 1, t1, 0.0)
+    assert min(stall3, stall2) > 40e-9        # a transfer and an M/D/1 wait each
+    cl.ops("v", 1, 1, t1, 0.0)                # CPU 1 owns the line: 0 takes it from 1
+    _, _, during = cl.ops("v", 0, 1, t1 + 0.5 * min(stall3, stall2), 0.0)
+    cl.ops("v", 1, 1, t1 + 2e-6, 0.0)
+    _, _, after = cl.ops("v", 0, 1, t1 + 2e-6, 0.0)
+    assert during == pytest.approx(40.0 * 3)  # CPUs 1, 2, 3 in their loops: 2 waiters
+    assert after == pytest.approx(40.0)       # none: the plain transfer
 
 
 def test_line_throughput_falls_as_contenders_are_added():

@@ -588,6 +588,9 @@ SAME_NUMBERS = {
     "machine.overrides.c2c_cross_llc_ns": "one LLC: no line moves between LLCs",
     "machine.overrides.c2c_socket_ns": "one socket: no line moves between sockets",
     "machine.overrides.futex_wake_us": ONE_THREAD + ": no thread wakes another",
+    "machine.overrides.extra.contended_waiter_cost": ONE_THREAD + ": no two CPUs are ever "
+                                                     "inside their ops on one line at once, "
+                                                     "so no handover has a waiter",
     "machine.overrides.extra.futex_wake_lines": ONE_THREAD + ": no thread wakes another",
     "machine.overrides.wake_latency_idle_us": ONE_THREAD + ": the busy core never idles",
     "machine.overrides.extra.cstate_deep_after_us": ONE_THREAD + ": no core sleeps",

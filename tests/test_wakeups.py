@@ -143,7 +143,7 @@ def test_the_streams_loopback_tcp_charges_every_end_and_batches_the_consumers_re
     reads them with one call (a read returns all the socket holds)."""
     sets = {"server.cpus": 1}
     tcp, _ = _contended({**sets, "workload.tcp": "true"})
-    plain = run("contended", sets, requests=3000)
+    plain = run("contended", {**sets, "workload.tcp": False}, requests=3000)
     costs = SyscallCosts(get_preset("i7-920"))
     write, read = costs.cost("write", kib=0.2), costs.cost("read", kib=0.2)
     sys_per = lambda r, p: r["processes"][p]["sys_s"] / r["requests"]  # noqa: E731
