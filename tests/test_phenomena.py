@@ -86,8 +86,9 @@ def test_hello_event_loop_uses_less_cpu_and_migrates_less_than_a_thread_pool():
 
 
 def test_contended_server_slows_at_every_step_from_one_cpu_to_all():
-    """Phenomenon 3 in all its parts (issue 12): on the built-in `contended` scenario,
-    throughput falls strictly from 1 server CPU to 2, to half the CPUs (4 of 8) and to
+    """Phenomenon 3 in all its parts (issue 12): on the built-in `contended` scenario
+    (its messages over loopback TCP, each end paying its socket calls), throughput
+    falls strictly from 1 server CPU to 2, to half the CPUs (4 of 8) and to
     all 8, by at least 10% at each step and more than 2x from one CPU to all, because
     a contended line's handover costs more the more cores wait on it
     (models/coherence.py); and producer and consumer sharing the server's CPUs make
