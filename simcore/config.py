@@ -244,7 +244,8 @@ class Stream(ServiceShape):
         'producer, server and consumer talk over loopback TCP: the producer pays its '
         'write (with the server side\'s receive softirq), the server its read and write, '
         'the consumer one read per wake-up for all it finds; socket wake-ups are sync '
-        'wake-ups. Off by default: docs/model.md, Known departures'))
+        'wake-ups. Off unless the scenario sets it (`contended` does): docs/model.md, '
+        'Known departures'))
 
 
 Workload = Annotated[OpenLoop | ClosedLoop | Saturating | Batch | Connections | Stream,
@@ -252,9 +253,8 @@ Workload = Annotated[OpenLoop | ClosedLoop | Saturating | Batch | Connections | 
 WORKLOAD_KINDS = ("open", "closed", "saturating", "batch", "connections", "stream")
 # Workloads whose requests reach the server over a socket it reads and answers on
 # (loopback TCP, models/syscalls.py). Not a batch (no sockets), and the
-# producer -> server -> consumer stream only with `workload.tcp` (has_sockets): with
-# its reads and writes charged, `contended` does not slow several-fold from one
-# server CPU to all of them (docs/model.md "Known departures"; issue 12).
+# producer -> server -> consumer stream only with `workload.tcp` (has_sockets; on in
+# `contended`, docs/model.md "The contended scenario's defaults").
 SOCKET_KINDS = ("open", "closed", "saturating", "connections")
 
 

@@ -285,15 +285,8 @@ class BlockingArrayQueue:
         """Generator: ``poll()``: a job or None, without waiting."""
         if not self.jobs:
             return None
-        head = self.head
-        yield from head.acquire(t)
-        job = self.jobs.popleft() if self.jobs else None
-        if head.seg is not None:
-            yield t.run(head.seg, job[1] if job is not None else None)
-        if self.jobs:
-            self._signal()
-        head.unlock(t)
-        return job
+        yield from self.head.acquire(t)
+        return (yield from self._take_and_unlock(t))
 
     def poll_wait(self, t, timeout: float):
         """Generator: ``poll(timeout)``: a job, or None when ``timeout`` s pass with the
@@ -311,9 +304,16 @@ class BlockingArrayQueue:
                     return None
                 break
             yield from head.relock(t)            # signalled, woken by an unlock
-        job = self.jobs.popleft()
+        return (yield from self._take_and_unlock(t))
+
+    def _take_and_unlock(self, t):
+        """Generator, the head lock held by ``t``: take the oldest job (None if a
+        barger emptied the queue), run the work under the lock, signal the next waiter
+        if jobs are left, unlock; returns the job."""
+        job = self.jobs.popleft() if self.jobs else None
+        head = self.head
         if head.seg is not None:
-            yield t.run(head.seg, job[1])
+            yield t.run(head.seg, job[1] if job is not None else None)
         if self.jobs:
             self._signal()
         head.unlock(t)
