@@ -29,7 +29,7 @@ from warmcore.simcore.config import (
     ConfigError,
     read_text,
 )
-from warmcore.simcore.kernel import fast_timeout
+from warmcore.simcore.kernel import clock, fast_timeout
 from warmcore.simcore.work import (
     CODE,
     SHARED,
@@ -322,7 +322,7 @@ class OpenLoop(Workload):
             env = self.env
             # An arrival already due (deferred) gets an event now, so it is delivered
             # after the caller has finished parking, never in the middle of it.
-            delay = self.t_next - env._now     # hot path: see kernel.fast_timeout
+            delay = self.t_next - clock(env)
             fast_timeout(env, delay if delay > 0.0 else 0.0).callbacks.append(
                 self._arrival_event)
 
@@ -331,7 +331,7 @@ class OpenLoop(Workload):
         k = self.ctx.kernel
         k.collect_wakes()
         self._deliver_next()
-        now = self.env._now      # hot path: see kernel.fast_timeout
+        now = clock(self.env)
         if self.t_next <= now:
             self.catch_up(now)
         self._schedule()

@@ -16,6 +16,7 @@ import numpy as np
 from simpy.events import Event
 
 from warmcore.simcore.histogram import LatencyHistogram
+from warmcore.simcore.kernel.fastpath import clock
 from warmcore.simcore.work import CAUSES
 
 B_QUEUE = 0
@@ -91,7 +92,7 @@ class Recorder:
 
     def complete(self, req, thread=None) -> None:
         """``req`` has been served (``thread`` is who finished it, unused here)."""
-        now = self.env._now     # the hot path reads SimPy's clock directly (kernel.fast_timeout)
+        now = clock(self.env)
         if now >= self.next_due:        # a deferred arrival is due: deliver it first
             self.catch_up(now)
         n = self.in_system

@@ -145,11 +145,10 @@ class TimedWaits:
             t.prepare_park()        # queued on the futex while the kernel work runs
             yield t.run(settle)
             if timeout > 0 and self.env.now >= st.since + timeout - 1e-12 \
-                    and not t.wake_pending:
+                    and t.cancel_park():
                 st.expire(t)        # the timeout passed before it slept: ETIMEDOUT
                 st.timed_out = True
                 st.waiting = False
-                t.futex_queued = False
                 return
         yield t.park()
         st.waiting = False

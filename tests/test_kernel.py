@@ -190,7 +190,8 @@ def test_run_ahead_gives_exactly_the_results_of_one_event_per_segment(monkeypatc
     event anyway; with it switched off (always a timeout) every number is the same."""
     import json
 
-    import warmcore.simcore.kernel as kernel_mod
+    import warmcore.simcore.kernel.accounting as accounting   # where the hot path calls it
+    import warmcore.simcore.kernel.fastpath as fastpath
     from warmcore.build import simulate
     from tests.helpers import scenario
 
@@ -200,9 +201,9 @@ def test_run_ahead_gives_exactly_the_results_of_one_event_per_segment(monkeypatc
 
     def always_a_timeout(env, delay):
         calls.append(delay)
-        return kernel_mod.fast_timeout(env, delay)
+        return fastpath.fast_timeout(env, delay)
 
-    monkeypatch.setattr(kernel_mod, "segment_done", always_a_timeout)
+    monkeypatch.setattr(accounting, "segment_done", always_a_timeout)
     queued = json.dumps(simulate(scenario(name, sets, requests=1500)), sort_keys=True,
                         default=str)
     assert calls and ahead == queued

@@ -1,0 +1,220 @@
+"""Wake-ups and placement: which CPU a woken thread runs on, as Linux CFS chooses it
+(kernel/sched/fair.c), and the idle balancing that pulls queued threads.
+
+  * select_task_rq_fair/select_idle_sibling: the previous CPU if it is idle,
+    else an idle CPU sharing its LLC (a whole idle core first), else any idle
+    allowed CPU (standing in for the idle balancer), else the shortest queue;
+    a sync wake-up (a loopback socket's receive softirq) targets the waker's CPU
+    when the waker is alone there (wake_affine_idle);
+  * optional CFS wake-up preemption (``place_entity``, ``check_preempt_wakeup``);
+  * newidle balance: a CPU going idle pulls a queued thread from another CPU
+    unless the thread is cache hot (ran within sched_migration_cost, 500 us).
+
+``Placement`` is a part of ``Kernel`` (simcore.kernel.core): it uses the kernel's
+CPUs and run queues (``cpus``, ``llc_cpus``, ``core_cpus``, ``n_idle``,
+``n_queued``), the machine's wake costs, and ``_dispatch``.
+"""
+
+from __future__ import annotations
+
+from simpy.events import Event
+
+from warmcore.simcore.kernel.accounting import B_IO, K_LLCL, K_LLCM
+from warmcore.simcore.kernel.records import BLOCKED, PARKED, RUNNABLE, Cpu
+from warmcore.simcore.kernel.threads import Thread
+
+
+class Placement:
+    """Wake-ups, CPU selection and idle balancing (a part of Kernel)."""
+
+    def wake(self, t: Thread, waker: Thread | None = None) -> bool:
+        """Make a parked thread runnable (futex wake). The waker, if a thread, pays
+        the syscall on its next segment. A thread queued as a waiter but not asleep
+        yet (``prepare_park``) keeps the wake-up for its ``park()``. Returns False,
+        doing nothing, if ``t`` was not waiting: running, runnable, or blocked in
+        I/O (a futex wake does not end a read or a sleep; only its own timer does).
+        Called with no waker while a socket's receive runs in softirq
+        (``softirq_cpu``, see ``deliver_from``), it is that socket's sync wake-up."""
+        if t.state is not PARKED:
+            if not t.futex_queued or t.wake_pending:
+                return False
+            t.wake_pending = True          # queued, not asleep yet: its park() returns
+            if waker is not None:
+                waker.pending_busy += self.machine.futex_wake_cost()
+                waker.futex_wakes += 1
+            return True
+        if waker is None and self.softirq_cpu is not None:
+            return self._make_runnable(t, None, self.softirq_cpu)
+        return self._make_runnable(t, waker)
+
+    def deliver_from(self, writer: Thread, deliver) -> None:
+        """Run ``deliver()`` as the receive softirq of a loopback socket ``writer``
+        wrote to: on the writer's CPU, whose wake-ups of the socket's readers are
+        *sync* wake-ups (``sock_def_readable`` -> ``wake_up_interruptible_sync_poll``;
+        the wake-up's kernel work is in the write's cost, models/syscalls.py)."""
+        self.softirq_cpu = writer.cpu
+        try:
+            deliver()
+        finally:
+            self.softirq_cpu = None
+
+    @staticmethod
+    def charge_blocked_io(req, seconds: float) -> None:
+        """``req`` spent ``seconds`` blocked in I/O off any thread (an unmounted
+        virtual thread): its breakdown's ``blocked_io``."""
+        req.bd[B_IO] += seconds
+
+    def _unblock(self, t: Thread) -> None:
+        """A blocking wait (I/O, sleep) is over."""
+        if t.state is BLOCKED:
+            self._make_runnable(t, None)
+
+    def _make_runnable(self, t: Thread, waker: Thread | None,
+                       sync_cpu: Cpu | None = None) -> bool:
+        """``sync_cpu``: a sync wake-up from that CPU (no waker thread to charge)."""
+        if waker is not None:
+            waker.pending_busy += self.machine.futex_wake_cost()
+            waker.futex_wakes += 1
+            if self.wake_lines and waker.cpu is not None:
+                self._wake_lines_of_waker(t, waker)
+        if sync_cpu is not None:
+            cpu = self._select_cpu(t, sync_cpu, sync=True)
+        else:
+            cpu = self._select_cpu(t, waker.cpu if waker is not None else None)
+        if cpu.current is None:
+            self._dispatch(cpu, t, from_idle=True)
+        else:
+            t.state = RUNNABLE
+            t.rq_since = self.env.now
+            if self.wakeup_preemption and self._wakeup_preempts(t, cpu):
+                cpu.rq.appendleft(t)       # runs next, at the current thread's next boundary
+                cpu.preempt_next = True
+            else:
+                cpu.rq.append(t)
+            self.n_queued += 1
+            self.runqueue_max = max(self.runqueue_max, len(cpu.rq))
+        return True
+
+    def _wakeup_preempts(self, t: Thread, cpu: Cpu) -> bool:
+        """CFS's placement of a woken thread on a busy CPU and its wake-up preemption
+        (kernel/sched/fair.c, before EEVDF): ``t``'s virtual runtime keeps its lag
+        behind the run queue it left (``migrate_task_rq_fair``), is put no further
+        than ``sched_latency / 2`` behind this queue's ``min_vruntime``
+        (``place_entity``, GENTLE_FAIR_SLEEPERS), and ``t`` preempts the current
+        thread if it is more than the wake-up granularity behind it
+        (``check_preempt_wakeup``, ``wakeup_preempt_entity``)."""
+        cur = cpu.current
+        ran = self.env.now - cur.run_since
+        cur_v = cur.vruntime + (ran if ran > 0.0 else 0.0)
+        low = cur_v
+        for q in cpu.rq:
+            if q.vruntime < low:
+                low = q.vruntime
+        if low > cpu.min_vruntime:
+            cpu.min_vruntime = low
+        prev = t.last_cpu
+        if prev is not None and prev is not cpu:
+            t.vruntime += cpu.min_vruntime - prev.min_vruntime
+        floor = cpu.min_vruntime - self.sched_latency / 2
+        if t.vruntime < floor:
+            t.vruntime = floor
+        return cur_v - t.vruntime > self.wakeup_gran
+
+    def _wake_lines_of_waker(self, t: Thread, waker: Thread) -> None:
+        """The waker's futex wake reads and writes the wait structures ``t``'s CPU
+        wrote when ``t`` went to sleep; ``t`` re-reads them where it resumes
+        (``_dispatch``)."""
+        t.woken_from = waker.cpu.id
+        if t.last_cpu is not None:
+            self._charge_lines(waker, t.last_cpu.id, waker.cpu.id)
+
+    def _charge_lines(self, th: Thread, from_cpu: int, on_cpu: int) -> None:
+        """``th``, on ``on_cpu``, pays the wake-up's lines last written on ``from_cpu``:
+        kernel work (system time, the hand-off's dispatch cause) and LLC loads."""
+        s, loads, misses = self.machine.wake_transfer(from_cpu, on_cpu)
+        if s:
+            th.pending_busy += s
+            ctr = th.ctr
+            ctr[K_LLCL] += loads
+            ctr[K_LLCM] += misses
+
+    def _park_timeout(self, t: Thread, ev: Event) -> None:
+        if t.wait_ev is ev and t.state is PARKED:    # still in that same park
+            t.timed_out = True
+            self.wake(t)
+
+    def _select_cpu(self, t: Thread, waker_cpu: Cpu | None, sync: bool = False) -> Cpu:
+        cpus = self.cpus
+        prev = t.last_cpu
+        allowed = t.allowed_set
+        if prev is not None and prev.current is None and prev.id in allowed:
+            return prev
+        # wake_affine_idle: a sync waker alone on its CPU is about to sleep; its CPU is
+        # the target (an idle CPU in its LLC is still preferred, select_idle_sibling)
+        affine = (sync and waker_cpu is not None and not waker_cpu.rq
+                  and waker_cpu.id in allowed)
+        if affine:
+            target = waker_cpu
+        elif prev is not None and prev.id in allowed:
+            target = prev
+        elif waker_cpu is not None and waker_cpu.id in allowed:
+            target = waker_cpu
+        else:
+            target = cpus[t.allowed[0]]
+        if self.n_idle:
+            idle_cpu = None
+            for cid in self.llc_cpus[target.llc]:
+                c = cpus[cid]
+                if c.current is None and cid in allowed:
+                    if all(cpus[s].current is None for s in self.core_cpus[c.core]):
+                        return c         # a whole idle core (select_idle_core)
+                    if idle_cpu is None:
+                        idle_cpu = c
+            if idle_cpu is not None:
+                return idle_cpu
+            for cid in t.allowed:        # idle CPU elsewhere: the idle balancer would pull
+                if cpus[cid].current is None:
+                    return cpus[cid]
+        if affine:
+            return target
+        best = target
+        for cid in t.allowed:
+            c = cpus[cid]
+            if len(c.rq) < len(best.rq):
+                best = c
+        return best
+
+
+    def _pull_for(self, cpu: Cpu) -> Thread | None:
+        """newidle balance: take a queued thread that may run here and is not cache hot
+        (ran within sched_migration_cost). If only hot ones wait, retry when the first
+        turns cold, as the periodic balancer would (after cache_nice_tries failures)."""
+        now = self.env.now
+        cold_at = None
+        for c in sorted(self.cpus, key=lambda c: -len(c.rq)):
+            if not c.rq:
+                break
+            for t in c.rq:
+                if cpu.id not in t.allowed_set:
+                    continue
+                cold = t.last_ran + self.migration_cost
+                if now >= cold:
+                    c.rq.remove(t)
+                    if not c.rq:
+                        c.preempt_next = False
+                    self.n_queued -= 1
+                    return t
+                cold_at = cold if cold_at is None else min(cold_at, cold)
+        if cold_at is not None and not cpu.balance_pending:
+            cpu.balance_pending = True
+            self.env.timeout(cold_at - now).callbacks.append(lambda _e: self._retry_pull(cpu))
+        return None
+
+    def _retry_pull(self, cpu: Cpu) -> None:
+        cpu.balance_pending = False
+        if cpu.current is not None or not self.n_queued:
+            return
+        t = self._pull_for(cpu)
+        if t is not None:
+            self._dispatch(cpu, t, from_idle=True)
+
