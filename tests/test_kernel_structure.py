@@ -103,12 +103,12 @@ def test_the_model_fast_path_books_the_causes_recredit_books():
 
 
 def test_the_ideal_fast_path_credits_what_credits_ideal_branch_credits():
-    assert _augmented_indices("_run_ideal", "ctr") == {"K_TASK", "K_INS", "K_SYS"}
-    assert _augmented_indices("_run_ideal", "bd") == {"B_COMPUTE", "B_DISPATCH", "B_IO"}
+    assert _augmented_indices("run_segment", "ctr") == {"K_TASK", "K_INS", "K_SYS"}
+    assert _augmented_indices("run_segment", "bd") == {"B_COMPUTE", "B_DISPATCH", "B_IO"}
 
 
 @pytest.mark.parametrize("name, sets", [
-    ("mmc", {}),                                       # ideal machine: _run_ideal
+    ("mmc", {}),                                       # ideal machine: run_segment
     ("pipeline", {"strategy.name": "pec"}),            # model, fluid rates
     ("contended", {"machine.threads_per_core": 2}),    # model, SMT re-rating
 ])

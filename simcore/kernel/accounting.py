@@ -76,14 +76,11 @@ def run_segment(self, seg, req=None):
     cpu = self.cpu
     env = k.env
     now = clock(env)
-    if k.ideal_spi:
-        return _run_ideal(self, seg, req, k, cpu, env, now)
-    return _run_model(self, seg, req, cpu, env, now)
-
-
-def _run_ideal(self, seg, req, k, cpu, env, now):
-    """Ideal machine: time is instructions x seconds per instruction, nothing else
-    (cycles are derived in counters_now). The hot path of every queueing-theory run."""
+    if not k.ideal_spi:
+        return _run_model(self, seg, req, cpu, env, now)
+    # Ideal machine: time is instructions x seconds per instruction, nothing else
+    # (cycles are derived in counters_now). Kept inline, not a call: this is the hot
+    # path of every queueing-theory run.
     ins = seg.instructions
     sys_s = self.pending_busy          # kernel work: system time
     total = ins * k.ideal_spi + sys_s
