@@ -14,8 +14,6 @@ from __future__ import annotations
 import functools
 import math
 import sys
-import threading
-import time
 from pathlib import Path
 
 
@@ -37,6 +35,9 @@ import streamlit as st  # noqa: E402
 import warmcore  # noqa: E402
 from warmcore.registry import strategies as all_strategies  # noqa: E402
 from warmcore.simcore.config import WORKLOAD_KINDS, ServiceShape  # noqa: E402
+# the job manager: layer 4, tested without Streamlit
+from warmcore import jobs  # noqa: E402
+from warmcore.jobs import one_line  # noqa: E402
 
 DEFAULT_SCENARIO = "pipeline"
 DEFAULT_STRATEGIES = ("pc", "pec", "epc")
@@ -44,9 +45,6 @@ DEFAULT_STRATEGIES = ("pc", "pec", "epc")
 # appears within a few seconds; the run-length control raises it.
 DEFAULT_REQUESTS = 3000
 MAX_UPLOAD_BYTES = 64 * 1024
-# Any one run stops after this many wall seconds and shows its partial result
-# marked (docs/formats.md, "Ranges and caps"), so no setting can hold the page.
-MAX_WALL_S = 120.0
 # The page waits this long for the comparison's runs (the script polls the worker
 # thread, drawing progress, with a Stop button; any click ends the wait and the next
 # script run finds the same runs going). Past it, a fragment keeps polling each second.
@@ -89,118 +87,36 @@ TOPOLOGY = ["sockets", "cores_per_socket", "threads_per_core", "llc_domains_per_
 
 # -- runs (cached on the scenario's TOML) -----------------------------------------------
 
-class Stopped(Exception):
-    """A run stopped from the page; its partial result (raised, so it is not cached)."""
-
-    def __init__(self, result: dict):
-        super().__init__("stopped")
-        self.result = result
-
+# Streamlit's cache around warmcore.jobs' run functions, keyed on the scenario's TOML
+# and the run's arguments; ``_should_stop`` (underscored: not part of the key) is
+# ``warmcore.simulate``'s progress and stop hook. A stopped run raises jobs.Stopped, so
+# only complete runs are cached.
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def run_one(scenario_toml: str, strategy: str, _should_stop=None) -> dict:
-    """One strategy on the scenario: the ``run --json`` object. ``_should_stop`` (not
-    part of the cache key) is ``warmcore.simulate``'s progress and stop hook."""
-    sc = warmcore.Scenario.from_toml(scenario_toml)
-    return _finished(warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S,
-                                      should_stop=_should_stop)[0])
+    return jobs.run_one(scenario_toml, strategy, _should_stop)
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)
 def run_at_load(scenario_toml: str, strategy: str, load: float, _should_stop=None) -> dict:
-    """One strategy at one offered load (``warmcore.compare`` with ``loads``)."""
-    sc = warmcore.Scenario.from_toml(scenario_toml)
-    return _finished(warmcore.compare(sc, [strategy], loads=[load], max_wall=MAX_WALL_S,
-                                      should_stop=_should_stop)[0])
+    return jobs.run_at_load(scenario_toml, strategy, load, _should_stop)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def run_traced(scenario_toml: str, strategy: str, events: int, _should_stop=None) -> dict:
-    """One strategy with its last ``events`` kernel events kept (``run.trace_events``)."""
-    sc = warmcore.Scenario.from_toml(scenario_toml).with_({"run.trace_events": events})
-    return _finished(warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S,
-                                      should_stop=_should_stop)[0])
+    return jobs.run_traced(scenario_toml, strategy, events, _should_stop)
 
 
-def _finished(r: warmcore.Result) -> dict:
-    """The run's JSON object; a run stopped from the page is raised, so it is not cached."""
-    if r.stop_reason == "stopped":
-        raise Stopped(r.to_dict())
-    return r.to_dict()
+def job_for(slot: str, key, tasks) -> jobs.Job:
+    """The session's job in ``slot`` for ``key`` (jobs.job_for on the session)."""
+    return jobs.job_for(st.session_state, slot, key, tasks)
 
 
-class Job:
-    """Runs done one after another in a worker thread that the page polls: their
-    progress, a stop flag each run checks (``should_stop``), and the results so far.
-    It lives in the session, so a rerun of the script (any click) finds it going
-    instead of starting over. ``tasks``: (label, run) pairs, ``run(should_stop)``
-    returning a run's JSON object (or raising Stopped with its partial one)."""
-
-    def __init__(self, key, tasks: list):
-        self.key = key
-        self.names = [label for label, _ in tasks]
-        self._runs = [run for _, run in tasks]
-        self.results: list[dict] = []
-        self.error: Exception | None = None
-        self.stop = threading.Event()
-        self.current, self.fraction = 0, 0.0
-        self.started = time.monotonic()
-        self.thread = threading.Thread(target=self._work, name="warmcore-runs", daemon=True)
-        self.thread.start()
-
-    def _ask(self, fraction: float) -> bool:
-        self.fraction = fraction
-        return self.stop.is_set()
-
-    def _work(self) -> None:
-        try:
-            for i, run in enumerate(self._runs):
-                if self.stop.is_set():
-                    break
-                self.current, self.fraction = i, 0.0
-                try:
-                    self.results.append(run(self._ask))
-                except Stopped as s:
-                    self.results.append(s.result)
-                    break
-        except Exception as e:           # shown by the page as its one line
-            self.error = e
-
-    @property
-    def running(self) -> bool:
-        return self.thread.is_alive()
-
-    @property
-    def stopped(self) -> bool:
-        return self.stop.is_set() and not self.running and (
-            len(self.results) < len(self.names) or
-            any(d.get("stop_reason") == "stopped" for d in self.results))
-
-    def status(self) -> tuple[float, str]:
-        n, i = len(self.names), min(self.current, len(self.names) - 1)
-        done = (i + self.fraction) / n
-        return min(1.0, done), (f"simulating {self.names[i]} ({i + 1}/{n}): "
-                                f"{self.fraction:.0%} of its run, "
-                                f"{time.monotonic() - self.started:.0f} s so far")
-
-
-def job_for(slot: str, key, tasks) -> Job:
-    """The session's job in ``slot`` for ``key``, started with ``tasks`` if there is
-    none; a job for another key is stopped (its runs are not wanted any more)."""
-    job = st.session_state.get(slot)
-    if job is None or job.key != key:
-        if job is not None:
-            job.stop.set()
-        job = st.session_state[slot] = Job(key, tasks)
-    return job
-
-
-def follow(job: Job, stop_key: str) -> bool:
+def follow(job: jobs.Job, stop_key: str) -> bool:
     """Wait for ``job``, drawing its progress with a Stop button, up to the page's
     wait; True once it has ended, False while it runs on (a fragment then polls and
     reruns the page)."""
-    job.thread.join(0.05)                # cached runs: no flash of the progress bar
-    if not job.running:
+    if job.wait(0.05):                   # cached runs: no flash of the progress bar
         return True
     slot = st.empty()
     box = slot.container(border=True)
@@ -209,11 +125,8 @@ def follow(job: Job, stop_key: str) -> bool:
                  help="stop the runs here and show what they measured so far"):
         job.stop.set()
     bar = c2.progress(*job.status())
-    end = time.monotonic() + st.session_state.get("wait_s", WAIT_S)
-    while job.running and time.monotonic() < end:
-        job.thread.join(0.1)
-        bar.progress(*job.status())       # a click ends this script run here
-    if job.running:
+    # a click ends this script run inside bar.progress (Streamlit's rerun)
+    if not job.wait(st.session_state.get("wait_s", WAIT_S), progress=bar.progress):
         with box:
             watch_job(job)
         return False
@@ -229,17 +142,14 @@ def ended(slot: str, stop_key: str):
     ended, taken out of the session; None if there is none, or if the setup it ran
     was replaced (it is stopped: its runs are not wanted any more); HALT while it
     runs (its progress and Stop drawn) or if it failed (its one line shown)."""
-    job = st.session_state.get(slot)
-    if job is None or job.key[0] != st.session_state.toml:
-        if job is not None:
-            job.stop.set()
-            st.session_state[slot] = None
+    job = jobs.job_of_setup(st.session_state, slot, st.session_state.toml)
+    if job is None:
         return None
     if not follow(job, stop_key):
         return HALT
     st.session_state[slot] = None
     if job.error is not None:
-        st.error(f"run failed: {one_line(job.error)}")
+        st.error(f"run failed: {job.error_line}")
         return HALT
     return job
 
@@ -257,7 +167,7 @@ def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result] | Non
 
 
 @st.fragment(run_every=1.0)
-def watch_job(job: Job) -> None:
+def watch_job(job: jobs.Job) -> None:
     """Progress of runs that outlast the page's wait; the page reruns when they end."""
     if not job.running:
         st.rerun()
@@ -265,12 +175,6 @@ def watch_job(job: Job) -> None:
 
 
 # -- state --------------------------------------------------------------------------------
-
-def one_line(e: Exception) -> str:
-    if isinstance(e, warmcore.ConfigError):
-        return f"{e.field}: {e.reason}"
-    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
-
 
 def builtin(name: str) -> warmcore.Scenario:
     sc = warmcore.Scenario.load(name)
@@ -804,7 +708,7 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
         st.caption(f"The pinned baseline's curves are not overlaid: {why}.")
 
 
-def curves_of(job: Job, meta: dict) -> dict:
+def curves_of(job: jobs.Job, meta: dict) -> dict:
     """The load curves a finished (or stopped) job measured: each completed run's row,
     split into this setup's and the baseline's; a run cut short by Stop is left out."""
     rows, base_rows = [], []
