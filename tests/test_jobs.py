@@ -224,5 +224,6 @@ def test_job_of_setup_drops_the_job_of_a_replaced_setup():
 def test_the_job_manager_does_not_need_streamlit():
     import subprocess
 
-    code = "import sys, warmcore.jobs; assert 'streamlit' not in sys.modules"
+    code = ("import sys, warmcore.jobs, warmcore.explorer_data, warmcore.explorer_charts; "
+            "assert 'streamlit' not in sys.modules and 'altair' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
