@@ -14,8 +14,6 @@ from __future__ import annotations
 import functools
 import math
 import sys
-import threading
-import time
 from pathlib import Path
 
 
@@ -30,13 +28,19 @@ def _unshadow() -> None:
 
 _unshadow()
 
-import altair as alt  # noqa: E402  (after _unshadow)
-import pandas as pd  # noqa: E402
-import streamlit as st  # noqa: E402
+import streamlit as st  # noqa: E402  (after _unshadow)
 
 import warmcore  # noqa: E402
 from warmcore.registry import strategies as all_strategies  # noqa: E402
 from warmcore.simcore.config import WORKLOAD_KINDS, ServiceShape  # noqa: E402
+# the job manager, the tables and charts: layer 4, tested without Streamlit
+from warmcore import jobs  # noqa: E402
+from warmcore.explorer_charts import breakdown_chart, curve_charts, timeline_chart  # noqa: E402
+from warmcore.explorer_data import (  # noqa: E402
+    comparison_deltas, comparison_frame, curve_deltas, curve_frame, curve_runs, curves_of,
+    default_loads, knee_text, knees_of, overlaid_baseline, parse_loads, shows_baseline,
+    stopped_note, styled, timeline_of, topology_table, why_not_overlaid)
+from warmcore.jobs import one_line  # noqa: E402
 
 DEFAULT_SCENARIO = "pipeline"
 DEFAULT_STRATEGIES = ("pc", "pec", "epc")
@@ -44,32 +48,11 @@ DEFAULT_STRATEGIES = ("pc", "pec", "epc")
 # appears within a few seconds; the run-length control raises it.
 DEFAULT_REQUESTS = 3000
 MAX_UPLOAD_BYTES = 64 * 1024
-# Any one run stops after this many wall seconds and shows its partial result
-# marked (docs/formats.md, "Ranges and caps"), so no setting can hold the page.
-MAX_WALL_S = 120.0
 # The page waits this long for the comparison's runs (the script polls the worker
 # thread, drawing progress, with a Stop button; any click ends the wait and the next
 # script run finds the same runs going). Past it, a fragment keeps polling each second.
 WAIT_S = 600.0
 
-# Comparison table: per_request() key -> (header with unit, format, better: max/min/None)
-COLUMNS = {
-    "throughput_rps": ("req/s", "{:,.0f}", "max"),
-    "p50_us": ("p50 (us)", "{:,.1f}", "min"),
-    "p99_us": ("p99 (us)", "{:,.1f}", "min"),
-    "max_us": ("max (us)", "{:,.1f}", "min"),
-    "cpus": ("CPUs", "{:.2f}", "min"),
-    "cpu_us_per_req": ("CPU us/req", "{:.2f}", "min"),
-    "ipc": ("IPC", "{:.2f}", "max"),
-    "ghz": ("GHz", "{:.2f}", None),
-    "llc_loads_per_req": ("LLC loads/req", "{:.1f}", "min"),
-    "migrations_per_req": ("migrations/req", "{:.3f}", "min"),
-    "switches_per_req": ("switches/req", "{:.3f}", "min"),
-    "uj_per_req": ("uJ/req", "{:.1f}", "min"),
-}
-CAUSES = {"queue_wait": "queue wait", "dispatch": "dispatch and wake-up",
-          "compute": "compute", "cache_reload": "cache reload", "coherence": "coherence",
-          "contention": "contention", "blocked_io": "blocked I/O"}
 # Paths that have their own control above the generated ones, or none.
 OWN_CONTROL = {"seed", "machine.preset", "machine.governor", "strategy.name", "workload.kind",
                "run.requests", "run.duration_s", "run.trace_events"}
@@ -83,124 +66,40 @@ SECTIONS = [("workload", "Workload"), ("work", "Work per request"),
 SHOWN = ["Workload", "Work per request", "Strategy tunables", "Governor tunables", "Machine",
          "Preset parameters (this machine's figures)", "Resources (semaphores, pools)", "Run",
          "Processes"]
-TOPOLOGY = ["sockets", "cores_per_socket", "threads_per_core", "llc_domains_per_socket",
-            "l1d_kib", "l2_kib", "llc_mib", "pstates_ghz", "turbo_ghz", "default_governor"]
 
 
 # -- runs (cached on the scenario's TOML) -----------------------------------------------
 
-class Stopped(Exception):
-    """A run stopped from the page; its partial result (raised, so it is not cached)."""
-
-    def __init__(self, result: dict):
-        super().__init__("stopped")
-        self.result = result
-
+# Streamlit's cache around warmcore.jobs' run functions, keyed on the scenario's TOML
+# and the run's arguments; ``_should_stop`` (underscored: not part of the key) is
+# ``warmcore.simulate``'s progress and stop hook. A stopped run raises jobs.Stopped, so
+# only complete runs are cached.
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def run_one(scenario_toml: str, strategy: str, _should_stop=None) -> dict:
-    """One strategy on the scenario: the ``run --json`` object. ``_should_stop`` (not
-    part of the cache key) is ``warmcore.simulate``'s progress and stop hook."""
-    sc = warmcore.Scenario.from_toml(scenario_toml)
-    return _finished(warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S,
-                                      should_stop=_should_stop)[0])
+    return jobs.run_one(scenario_toml, strategy, _should_stop)
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)
 def run_at_load(scenario_toml: str, strategy: str, load: float, _should_stop=None) -> dict:
-    """One strategy at one offered load (``warmcore.compare`` with ``loads``)."""
-    sc = warmcore.Scenario.from_toml(scenario_toml)
-    return _finished(warmcore.compare(sc, [strategy], loads=[load], max_wall=MAX_WALL_S,
-                                      should_stop=_should_stop)[0])
+    return jobs.run_at_load(scenario_toml, strategy, load, _should_stop)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def run_traced(scenario_toml: str, strategy: str, events: int, _should_stop=None) -> dict:
-    """One strategy with its last ``events`` kernel events kept (``run.trace_events``)."""
-    sc = warmcore.Scenario.from_toml(scenario_toml).with_({"run.trace_events": events})
-    return _finished(warmcore.compare(sc, [strategy], max_wall=MAX_WALL_S,
-                                      should_stop=_should_stop)[0])
+    return jobs.run_traced(scenario_toml, strategy, events, _should_stop)
 
 
-def _finished(r: warmcore.Result) -> dict:
-    """The run's JSON object; a run stopped from the page is raised, so it is not cached."""
-    if r.stop_reason == "stopped":
-        raise Stopped(r.to_dict())
-    return r.to_dict()
+def job_for(slot: str, key, tasks) -> jobs.Job:
+    """The session's job in ``slot`` for ``key`` (jobs.job_for on the session)."""
+    return jobs.job_for(st.session_state, slot, key, tasks)
 
 
-class Job:
-    """Runs done one after another in a worker thread that the page polls: their
-    progress, a stop flag each run checks (``should_stop``), and the results so far.
-    It lives in the session, so a rerun of the script (any click) finds it going
-    instead of starting over. ``tasks``: (label, run) pairs, ``run(should_stop)``
-    returning a run's JSON object (or raising Stopped with its partial one)."""
-
-    def __init__(self, key, tasks: list):
-        self.key = key
-        self.names = [label for label, _ in tasks]
-        self._runs = [run for _, run in tasks]
-        self.results: list[dict] = []
-        self.error: Exception | None = None
-        self.stop = threading.Event()
-        self.current, self.fraction = 0, 0.0
-        self.started = time.monotonic()
-        self.thread = threading.Thread(target=self._work, name="warmcore-runs", daemon=True)
-        self.thread.start()
-
-    def _ask(self, fraction: float) -> bool:
-        self.fraction = fraction
-        return self.stop.is_set()
-
-    def _work(self) -> None:
-        try:
-            for i, run in enumerate(self._runs):
-                if self.stop.is_set():
-                    break
-                self.current, self.fraction = i, 0.0
-                try:
-                    self.results.append(run(self._ask))
-                except Stopped as s:
-                    self.results.append(s.result)
-                    break
-        except Exception as e:           # shown by the page as its one line
-            self.error = e
-
-    @property
-    def running(self) -> bool:
-        return self.thread.is_alive()
-
-    @property
-    def stopped(self) -> bool:
-        return self.stop.is_set() and not self.running and (
-            len(self.results) < len(self.names) or
-            any(d.get("stop_reason") == "stopped" for d in self.results))
-
-    def status(self) -> tuple[float, str]:
-        n, i = len(self.names), min(self.current, len(self.names) - 1)
-        done = (i + self.fraction) / n
-        return min(1.0, done), (f"simulating {self.names[i]} ({i + 1}/{n}): "
-                                f"{self.fraction:.0%} of its run, "
-                                f"{time.monotonic() - self.started:.0f} s so far")
-
-
-def job_for(slot: str, key, tasks) -> Job:
-    """The session's job in ``slot`` for ``key``, started with ``tasks`` if there is
-    none; a job for another key is stopped (its runs are not wanted any more)."""
-    job = st.session_state.get(slot)
-    if job is None or job.key != key:
-        if job is not None:
-            job.stop.set()
-        job = st.session_state[slot] = Job(key, tasks)
-    return job
-
-
-def follow(job: Job, stop_key: str) -> bool:
+def follow(job: jobs.Job, stop_key: str) -> bool:
     """Wait for ``job``, drawing its progress with a Stop button, up to the page's
     wait; True once it has ended, False while it runs on (a fragment then polls and
     reruns the page)."""
-    job.thread.join(0.05)                # cached runs: no flash of the progress bar
-    if not job.running:
+    if job.wait(0.05):                   # cached runs: no flash of the progress bar
         return True
     slot = st.empty()
     box = slot.container(border=True)
@@ -209,11 +108,8 @@ def follow(job: Job, stop_key: str) -> bool:
                  help="stop the runs here and show what they measured so far"):
         job.stop.set()
     bar = c2.progress(*job.status())
-    end = time.monotonic() + st.session_state.get("wait_s", WAIT_S)
-    while job.running and time.monotonic() < end:
-        job.thread.join(0.1)
-        bar.progress(*job.status())       # a click ends this script run here
-    if job.running:
+    # a click ends this script run inside bar.progress (Streamlit's rerun)
+    if not job.wait(st.session_state.get("wait_s", WAIT_S), progress=bar.progress):
         with box:
             watch_job(job)
         return False
@@ -229,17 +125,14 @@ def ended(slot: str, stop_key: str):
     ended, taken out of the session; None if there is none, or if the setup it ran
     was replaced (it is stopped: its runs are not wanted any more); HALT while it
     runs (its progress and Stop drawn) or if it failed (its one line shown)."""
-    job = st.session_state.get(slot)
-    if job is None or job.key[0] != st.session_state.toml:
-        if job is not None:
-            job.stop.set()
-            st.session_state[slot] = None
+    job = jobs.job_of_setup(st.session_state, slot, st.session_state.toml)
+    if job is None:
         return None
     if not follow(job, stop_key):
         return HALT
     st.session_state[slot] = None
     if job.error is not None:
-        st.error(f"run failed: {one_line(job.error)}")
+        st.error(f"run failed: {job.error_line}")
         return HALT
     return job
 
@@ -257,7 +150,7 @@ def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result] | Non
 
 
 @st.fragment(run_every=1.0)
-def watch_job(job: Job) -> None:
+def watch_job(job: jobs.Job) -> None:
     """Progress of runs that outlast the page's wait; the page reruns when they end."""
     if not job.running:
         st.rerun()
@@ -265,12 +158,6 @@ def watch_job(job: Job) -> None:
 
 
 # -- state --------------------------------------------------------------------------------
-
-def one_line(e: Exception) -> str:
-    if isinstance(e, warmcore.ConfigError):
-        return f"{e.field}: {e.reason}"
-    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
-
 
 def builtin(name: str) -> warmcore.Scenario:
     sc = warmcore.Scenario.load(name)
@@ -387,18 +274,6 @@ def section_of(path: str) -> str:
         if prefix and (path == prefix or path.startswith(prefix + ".")):
             return title
     return "Processes"
-
-
-def topology_table(params) -> pd.DataFrame:
-    by = {p.path.removeprefix("machine.overrides."): p for p in params}
-    rows = []
-    for k in TOPOLOGY:
-        p = by.get(k)
-        if p is not None:
-            v = p.value
-            v = ", ".join(f"{x:g}" for x in v) if isinstance(v, (list, tuple)) else v
-            rows.append({"": k + (f" ({p.unit})" if p.unit else ""), "value": str(v)})
-    return pd.DataFrame(rows).set_index("")
 
 
 def sidebar(sc: warmcore.Scenario) -> None:
@@ -609,73 +484,9 @@ def handle_params(name: str, data: bytes) -> None:
 
 # -- the page -------------------------------------------------------------------------------
 
-def comparison_frame(results) -> pd.DataFrame:
-    """One row per strategy; a partial run's row is marked "(partial)"."""
-    rows = [r.per_request() for r in results]
-    for row, r in zip(rows, results, strict=True):
-        if r.partial:
-            row["strategy"] += " (partial)"
-    df = pd.DataFrame(rows).set_index("strategy")[list(COLUMNS)]
-    return df.rename(columns={k: v[0] for k, v in COLUMNS.items()}).astype(float)
-
-
-def styled(df: pd.DataFrame, baseline: pd.DataFrame | None):
-    fmt = {v[0]: v[1] for v in COLUMNS.values()}
-    s = df.style.format(fmt, na_rep="-")
-    best = {v[0]: v[2] for v in COLUMNS.values() if v[2]}
-
-    def mark(col: pd.Series):
-        """The best cell(s) of a column; none where every row is the same."""
-        if col.nunique(dropna=True) < 2:
-            return [""] * len(col)
-        target = col.max() if best[col.name] == "max" else col.min()
-        return ["background-color: #c8f0c8; font-weight: bold" if v == target else ""
-                for v in col]
-
-    return s.apply(mark, subset=list(best))
-
-
-def breakdown_chart(results, baseline_results=None) -> alt.Chart:
-    rows = []
-    for tag, rs in (("now", results), ("baseline", baseline_results or [])):
-        for r in rs:
-            for k, label in CAUSES.items():
-                v = getattr(r.breakdown_us, k)
-                rows.append({"strategy": r.strategy, "run": tag, "cause": label,
-                             "us": 0.0 if v is None else float(v)})
-    df = pd.DataFrame(rows)
-    order = list(CAUSES.values())
-    x = alt.X("run:N", title=None, sort=["baseline", "now"],
-              axis=alt.Axis(labelAngle=0) if baseline_results else None)
-    chart = alt.Chart(df).mark_bar().encode(
-        x=x,
-        y=alt.Y("sum(us):Q", title="mean us per request"),
-        color=alt.Color("cause:N", sort=order, title="where the time went"),
-        order=alt.Order("cause_order:Q"),
-        column=alt.Column("strategy:N", title=None,
-                          sort=list(dict.fromkeys(r.strategy for r in results))),
-        tooltip=["strategy", "run", "cause", alt.Tooltip("us:Q", format=".2f")],
-    ).transform_calculate(
-        cause_order=f"indexof({order!r}, datum.cause)"
-    ).properties(width=90, height=300)
-    return chart
-
-
-def default_loads(sc: warmcore.Scenario) -> str:
-    """Offered loads around the scenario's own: a rate scaled, or counts doubling."""
-    from warmcore.comparison import load_field
-
-    field = load_field(sc)
-    now = getattr(sc.workload, field, None)
-    if field == "rate_per_s":
-        now = now or 10_000.0
-        return ", ".join(f"{now * f:g}" for f in (0.25, 0.5, 0.75, 1.0, 1.25, 1.5))
-    return ", ".join(str(n) for n in (1, 2, 4, 8, 16))
-
-
 def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
     """Latency, CPUs and CPU per request against offered load, the knee marked."""
-    from warmcore.comparison import knee, load_field
+    from warmcore.comparison import load_field
 
     st.subheader("Load curves")
     try:
@@ -691,31 +502,11 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
     base = st.session_state.baseline
     if go:
         try:
-            loads = sorted({float(x) for x in text.split(",") if x.strip()})
-            if not loads or any(x <= 0 for x in loads):
-                raise ValueError
-        except ValueError:
-            st.error(f"loads: {text!r} is not a list of positive numbers")
+            loads = parse_loads(text, field)
+        except ValueError as e:
+            st.error(str(e))
             return
-        if field != "rate_per_s":
-            loads = sorted({int(x) for x in loads})
-        # the pinned baseline's curves too, at the same loads (when its load is the
-        # same kind of number): cached runs, so a baseline computed before is free
-        base_toml = None
-        if base is not None and base["toml"] != st.session_state.toml:
-            try:
-                if load_field(warmcore.Scenario.from_toml(base["toml"])) == field:
-                    base_toml = base["toml"]
-            except warmcore.ConfigError:
-                pass
-        tasks = [("", st.session_state.toml, n, x) for n in names for x in loads]
-        tasks += [("baseline: ", base_toml, n, x) for n in names for x in loads if base_toml]
-        job_for("curves_job", (st.session_state.toml, base_toml, tuple(names), tuple(loads)),
-                [(f"{tag}{n} at {x:g}", functools.partial(run_at_load, toml, n, x))
-                 for tag, toml, n, x in tasks])
-        st.session_state.curves_meta = {"toml": st.session_state.toml, "field": field,
-                                        "base_toml": base_toml,
-                                        "baseline": [bool(t[0]) for t in tasks]}
+        start_curves(field, names, loads, overlaid_baseline(base, st.session_state.toml, field))
     job = ended("curves_job", "stop_curves")
     if job is HALT:
         return
@@ -728,68 +519,33 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
     if curves.get("stopped"):
         st.warning(f"Stopped: load curves from {curves['stopped']}; compute them again "
                    "for the rest (the runs done are cached).")
-    if not curves["rows"]:
-        return
-    with_base = bool(curves.get("base_rows")) and base is not None and \
-        curves.get("base_toml") == base["toml"]
-    tagged = [{**r, "run": "now"} for r in curves["rows"]]
-    if with_base:
-        tagged += [{**r, "run": "baseline"} for r in curves["base_rows"]]
-    df = pd.DataFrame(tagged)
-    df["load"] = df["load"].astype(float)
-    knees = []
-    for run, rs in (("now", curves["rows"]), ("baseline", curves["base_rows"] if with_base
-                                               else [])):
-        for n in dict.fromkeys(r["strategy"] for r in rs):
-            k = knee([r for r in rs if r["strategy"] == n])
-            knees.append({"strategy": n, "knee": k, "run": run})
-    kdf = pd.DataFrame([k for k in knees if k["knee"] is not None])
-    x = alt.X("load:Q", title=f"offered load ({curves['field']})")
-    color = alt.Color("strategy:N", sort=list(dict.fromkeys(df["strategy"])))
-    dash = alt.StrokeDash("run:N", title="run", sort=["now", "baseline"],
-                          scale=alt.Scale(domain=["now", "baseline"],
-                                          range=[[1, 0], [6, 4]]))
+    if curves["rows"]:
+        draw_curves(curves, base)
 
-    def knee_rules():
-        return alt.Chart(kdf).mark_rule(strokeDash=[2, 2]).encode(
-            x="knee:Q", color=color,
-            opacity=alt.Opacity("run:N", sort=["now", "baseline"], legend=None,
-                                scale=alt.Scale(domain=["now", "baseline"], range=[1, 0.4])),
-            tooltip=["strategy", "run", "knee"])
 
-    def chart(y: str, title: str):
-        c = alt.Chart(df).mark_line(point=True).encode(
-            x=x, y=alt.Y(f"{y}:Q", title=title), color=color, strokeDash=dash,
-            tooltip=["strategy", "run", "load", alt.Tooltip(f"{y}:Q", format=",.2f")])
-        if not kdf.empty:
-            c = c + knee_rules()
-        return c.properties(height=260)
+def start_curves(field: str, names: list[str], loads: list, base_toml: str | None) -> None:
+    """The load curves' job: each strategy at each load, and the pinned baseline's
+    setup at the same loads (cached runs, so a baseline computed before is free)."""
+    toml = st.session_state.toml
+    runs = curve_runs(toml, base_toml, names, loads)
+    job_for("curves_job", (toml, base_toml, tuple(names), tuple(loads)),
+            [(r.label, functools.partial(run_at_load, r.toml, r.strategy, r.load))
+             for r in runs])
+    st.session_state.curves_meta = {"toml": toml, "field": field, "base_toml": base_toml,
+                                    "baseline": [r.baseline for r in runs]}
 
-    lat = df.melt(id_vars=["strategy", "load", "run"], value_vars=["p50_us", "p99_us"],
-                  var_name="percentile", value_name="us")
-    lat["percentile"] = lat["percentile"].str.removesuffix("_us")
-    lat_chart = alt.Chart(lat).mark_line(point=True).encode(
-        x=x, y=alt.Y("us:Q", title="latency (us)",
-                     scale=alt.Scale(type="log")), color=color, strokeDash=dash,
-        shape=alt.Shape("percentile:N", title="percentile",
-                        scale=alt.Scale(domain=["p50", "p99"], range=["circle", "square"])),
-        detail="percentile:N",
-        tooltip=["strategy", "run", "load", "percentile", alt.Tooltip("us:Q", format=",.1f")])
-    if not kdf.empty:
-        lat_chart = lat_chart + knee_rules()
-    c1, c2, c3 = st.columns(3)
-    c1.altair_chart(lat_chart.properties(height=260), width="stretch")
-    c2.altair_chart(chart("cpus", "CPUs utilized"), width="stretch")
-    c3.altair_chart(chart("cpu_us_per_req", "CPU us per request"), width="stretch")
 
-    def knee_text(run):
-        return "; ".join(f"{k['strategy']}: " + ("not reached" if k["knee"] is None
-                                                  else f"{k['knee']:g}")
-                         for k in knees if k["run"] == run)
-
+def draw_curves(curves: dict, base: dict | None) -> None:
+    """The three curve charts, the knees, and the change against the pinned baseline."""
+    with_base = shows_baseline(curves, base)
+    knees = knees_of(curves, with_base)
+    for column, chart in zip(st.columns(3), curve_charts(curve_frame(curves, with_base), knees,
+                                                         curves["field"]), strict=True):
+        column.altair_chart(chart, width="stretch")
     st.caption("Knee (dotted): the last load before p99 latency doubles from the lightest "
-               "load or throughput falls below 95% of the offered rate. " + knee_text("now")
-               + (f"  \nBaseline (dashed lines, faint knees): {knee_text('baseline')}"
+               "load or throughput falls below 95% of the offered rate. "
+               + knee_text(knees, "now")
+               + (f"  \nBaseline (dashed lines, faint knees): {knee_text(knees, 'baseline')}"
                   if with_base else ""))
     if with_base:
         st.markdown("**Load curves: change against the pinned baseline** (now minus "
@@ -797,66 +553,13 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
         st.dataframe(curve_deltas(curves["rows"], curves["base_rows"], knees),
                      width="stretch")
     elif base is not None:
-        why = ("it is this setup" if base["toml"] == st.session_state.toml else
-               "its offered load is another kind of number"
-               if not _same_field(base["toml"], curves["field"]) else
-               "it was pinned after these curves were computed; compute them again")
+        why = why_not_overlaid(base["toml"], st.session_state.toml, curves["field"])
         st.caption(f"The pinned baseline's curves are not overlaid: {why}.")
-
-
-def curves_of(job: Job, meta: dict) -> dict:
-    """The load curves a finished (or stopped) job measured: each completed run's row,
-    split into this setup's and the baseline's; a run cut short by Stop is left out."""
-    rows, base_rows = [], []
-    for d, is_base in zip(job.results, meta["baseline"], strict=False):
-        if d.get("stop_reason") == "stopped":
-            continue
-        (base_rows if is_base else rows).append(warmcore.Result.from_dict(d).per_request())
-    done = len(rows) + len(base_rows)
-    return {**{k: meta[k] for k in ("toml", "field", "base_toml")}, "rows": rows,
-            "base_rows": base_rows,
-            "stopped": f"{done} of {len(job.names)} runs" if job.stopped else None}
-
-
-CURVE_COLUMNS = {"p50_us": "p50 (us)", "p99_us": "p99 (us)", "throughput_rps": "req/s",
-                 "cpus": "CPUs", "cpu_us_per_req": "CPU us/req"}
-
-
-def _same_field(toml: str, field: str) -> bool:
-    from warmcore.comparison import load_field
-
-    try:
-        return load_field(warmcore.Scenario.from_toml(toml)) == field
-    except warmcore.ConfigError:
-        return False
-
-
-def curve_deltas(rows, base_rows, knees):
-    """Each strategy at each load: every curve's figure now minus the baseline's, and
-    the knee's move."""
-    base = {(r["strategy"], r["load"]): r for r in base_rows}
-    knee_of = {(k["strategy"], k["run"]): k["knee"] for k in knees}
-    out = []
-    for r in rows:
-        b = base.get((r["strategy"], r["load"]))
-        if b is None:
-            continue
-        d = {"strategy": r["strategy"], "load": r["load"]}
-        for k, label in CURVE_COLUMNS.items():
-            d[label] = (r[k] - b[k]) if r[k] is not None and b[k] is not None else math.nan
-        kn, kb = knee_of.get((r["strategy"], "now")), knee_of.get((r["strategy"], "baseline"))
-        d["knee"] = (f"{kb:g} -> {kn:g}" if kn is not None and kb is not None else
-                     f"{'-' if kb is None else f'{kb:g}'} -> {'-' if kn is None else f'{kn:g}'}")
-        out.append(d)
-    df = pd.DataFrame(out).set_index(["strategy", "load"])
-    return df.style.format({v: "{:+,.2f}" for v in CURVE_COLUMNS.values()}, na_rep="-")
 
 
 def timeline(names: list[str]) -> None:
     """Which thread ran where over the run's last kernel events, per CPU; the same
     window as a Chrome trace-event file."""
-    from warmcore.trace import chrome_trace
-
     st.subheader("Timeline: which thread ran on which CPU")
     with st.form("timeline_form"):
         c1, c2 = st.columns(2)
@@ -885,70 +588,31 @@ def timeline(names: list[str]) -> None:
     if not shown or shown["toml"] != st.session_state.toml:
         st.caption("One more run of the chosen strategy with its kernel trace kept.")
         return
-    r = warmcore.Result.from_dict(shown["result"])
-    if shown.get("stopped"):
+    draw_timeline(warmcore.Result.from_dict(shown["result"]), shown.get("stopped"))
+
+
+def draw_timeline(r: warmcore.Result, stopped: bool) -> None:
+    """The traced run's Gantt chart per CPU, its caption and the trace's download."""
+    import json
+
+    from warmcore.trace import chrome_trace
+
+    if stopped:
         st.warning(f"Stopped: the timeline ends where the run was stopped, after "
                    f"{r.requests:,} measured requests (the window is the kernel events "
                    "before the stop).")
     doc = chrome_trace(r)
-    ev = doc["traceEvents"]
-    cpu_names = {e["tid"]: e["args"]["name"] for e in ev
-                 if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == 1}
-    t0 = doc["otherData"]["window_us"][0] if doc["otherData"]["window_us"] else 0.0
-    bars = pd.DataFrame([{"cpu": cpu_names[e["tid"]], "start_us": e["ts"] - t0,
-                          "end_us": e["ts"] - t0 + e["dur"], "thread": e["args"]["thread"],
-                          "step": e["name"], "request": e["args"].get("request", -1)}
-                         for e in ev if e["ph"] == "X" and e["pid"] == 1])
-    if bars.empty:
+    t = timeline_of(doc)
+    if t.bars.empty:
         st.info("no kernel events in this run")
         return
-    where = {}
-    for e in ev:                          # the CPU a migrating thread arrived on
-        if e["ph"] == "X" and e["pid"] == 2 and e["cat"] == "thread":
-            where[(e["tid"], e["ts"])] = e["args"]["cpu"]
-    migr = pd.DataFrame([{"cpu": cpu_names[where[(e["tid"], e["ts"])]], "t_us": e["ts"] - t0,
-                          "what": f"thread {e['tid']}: {e['name']}"}
-                         for e in ev if e["ph"] == "i" and (e["tid"], e["ts"]) in where])
-    order = [cpu_names[k] for k in sorted(cpu_names)]
-    t1 = doc["otherData"]["window_us"][1] - t0
-    clocks = []                           # each CPU's clock (its counter track) as spans
-    for cpu in sorted(cpu_names):
-        track = sorted((e["ts"] - t0, e["args"]["GHz"]) for e in ev
-                       if e["ph"] == "C" and e["name"] == f"CPU {cpu} clock")
-        for (a, ghz), (b, _) in zip(track, [*track[1:], (t1, None)], strict=True):
-            if b > a:
-                clocks.append({"cpu": cpu_names[cpu], "from_us": a, "to_us": b, "ghz": ghz})
-    clocks = pd.DataFrame(clocks)
-    y = alt.Y("cpu:N", sort=order, title=None, axis=alt.Axis(labelLimit=400))
-    gantt = alt.Chart(bars).mark_bar(height=16, yOffset=-5).encode(
-        x=alt.X("start_us:Q", title="simulated us from the window's start"), x2="end_us:Q",
-        y=y, color=alt.Color("thread:N", title="thread"),
-        tooltip=["cpu", "thread", "step", "request", alt.Tooltip("start_us:Q", format=".2f"),
-                 alt.Tooltip("end_us:Q", format=".2f")])
-    if not clocks.empty:                  # a band under each CPU's work: its clock
-        lo, hi = float(clocks["ghz"].min()), float(clocks["ghz"].max())
-        band = alt.Chart(clocks).mark_bar(height=6, yOffset=10).encode(
-            x="from_us:Q", x2="to_us:Q", y=y,
-            color=alt.Color("ghz:Q", title="clock (GHz)",
-                            scale=alt.Scale(scheme="orangered",
-                                            domain=[lo - 0.5, hi] if lo == hi else [lo, hi])),
-            tooltip=["cpu", alt.Tooltip("ghz:Q", title="GHz", format=".2f"),
-                     alt.Tooltip("from_us:Q", format=".1f"),
-                     alt.Tooltip("to_us:Q", format=".1f")])
-        gantt = alt.layer(gantt, band).resolve_scale(color="independent")
-    if not migr.empty:
-        gantt = gantt + alt.Chart(migr).mark_point(shape="triangle-down", color="black",
-                                                   size=60, filled=True, yOffset=-5).encode(
-            x="t_us:Q", y=y, tooltip=["what", "t_us"])
-    st.altair_chart(gantt.properties(height=max(160, 34 * len(order))), width="stretch")
+    st.altair_chart(timeline_chart(t), width="stretch")
     od = doc["otherData"]
     st.caption(f"{r.strategy}: the run's last {od['kernel_events']:,} kernel events, "
                f"{(od['window_us'][1] - od['window_us'][0]):,.0f} simulated us; "
-               f"{len(migr)} migrations (black triangles); the band under each CPU is its "
-               f"clock ({od['clock_changes']} changes in the window); CPU labels give each "
-               "CPU's mean clock over the run.")
-    import json
-
+               f"{len(t.migrations)} migrations (black triangles); the band under each CPU "
+               f"is its clock ({od['clock_changes']} changes in the window); CPU labels give "
+               "each CPU's mean clock over the run.")
     st.download_button("Download as Chrome trace (Perfetto, chrome://tracing)",
                        json.dumps(doc), file_name=f"{r.scenario}-{r.strategy}.trace.json",
                        mime="application/json")
@@ -976,15 +640,8 @@ def page() -> None:
         return
     job = st.session_state.job
     if job.stopped:
-        ran = [r.strategy for r in results]
-        left = [n for n in names if n not in ran]
         c1, c2 = st.columns([5, 1], vertical_alignment="center")
-        c1.warning("Stopped: partial result. " + "; ".join(
-            f"{r.strategy}: stopped at {job.fraction:.0%} of its run, {r.requests:,} of "
-            f"{sc.run.requests or 0:,} measured requests" + (" (still in its warm-up)"
-                                                              if not r.requests else "")
-            for r in results if r.stop_reason == "stopped")
-            + (f"; not run: {', '.join(left)}" if left else ""))
+        c1.warning(stopped_note(results, names, job.fraction, sc.run.requests or 0))
         if c2.button("Run again", help="run this setup again, to the end"):
             st.session_state.job = None
             st.rerun()
@@ -1007,15 +664,12 @@ def comparison_section(sc: warmcore.Scenario, results: list) -> None:
         base_df = comparison_frame(base_results)
 
     st.subheader("Comparison")
-    st.dataframe(styled(df, base_df), width="stretch")
+    st.dataframe(styled(df), width="stretch")
     st.caption("Best value per column highlighted. Every strategy ran the same arrivals "
                "and service demands (same seed).")
     if base_df is not None:
-        common = df.index.intersection(base_df.index)
-        delta = (df.loc[common] - base_df.loc[common])
         st.markdown("**Change against the pinned baseline** (now minus baseline)")
-        st.dataframe(delta.style.format({v[0]: "{:+,.2f}" for v in COLUMNS.values()},
-                                        na_rep="-"), width="stretch")
+        st.dataframe(comparison_deltas(df, base_df), width="stretch")
     c1, c2, c3 = st.columns(3)
     if c1.button("Pin as baseline", help="later changes show their delta against this run"):
         st.session_state.baseline = {"toml": st.session_state.toml,

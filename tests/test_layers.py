@@ -1,8 +1,10 @@
 """The direction of dependencies, enforced: every import statement of every source
 file (module level or inside a function) points to the same layer or a lower one.
 
-    5  app.py, calibration/                     the explorer and calibration
-    4  warmcore/ (orchestration: api, build, cli, registry, sweeps...)
+    5  app.py, calibration/                     the explorer and calibration (and
+                                                Streamlit: only the explorer draws)
+    4  warmcore/ (orchestration: api, build, cli, registry, sweeps, the explorer's
+       jobs, tables and charts...)
     3  models/, strategies/                     hardware physics and strategies
     1  simcore/                                 the engine core
 
@@ -29,6 +31,9 @@ LAYERS = {
     "warmcore.calibration": (5, "calibration"),
     "warmcore.app": (5, "app"),
     "warmcore": (4, "orchestration"),
+    # the explorer's widgets: below it, the job manager, its tables and charts run
+    # (and are tested) without Streamlit
+    "streamlit": (5, "streamlit"),
 }
 # source location -> the module prefix it installs as (pyproject's package-dir)
 SOURCES = {"simcore": "warmcore.simcore", "models": "warmcore.models",
@@ -99,7 +104,9 @@ def test_no_import_points_up_or_across():
 def test_every_source_folder_is_checked():
     modules = {m for _, m in source_files()}
     for expected in ("warmcore.simcore.kernel", "warmcore.models.cache",
-                     "warmcore.strategies.pc", "warmcore.api", "warmcore.build"):
+                     "warmcore.strategies.pc", "warmcore.api", "warmcore.build",
+                     "warmcore.jobs", "warmcore.explorer_data", "warmcore.explorer_charts",
+                     "warmcore.app"):
         assert expected in modules
 
 
@@ -110,6 +117,8 @@ def test_every_source_folder_is_checked():
     ("strategies/pc.py", "from warmcore.models.hardware import HardwareMachine", "strategies"),
     ("strategies/pc.py", "from warmcore.registry import get_strategy", "strategies"),
     ("warmcore/build.py", "from warmcore.calibration import fit", "orchestration"),
+    ("warmcore/jobs.py", "import streamlit as st", "orchestration"),
+    ("warmcore/explorer_charts.py", "from streamlit import altair_chart", "orchestration"),
 ])
 def test_a_deliberate_back_edge_is_caught(tmp_path, where, line, edge):
     """The check itself: a copy of the tree with one back-edge added fails it."""

@@ -1,0 +1,296 @@
+"""What the explorer (app.py) shows, as data: the comparison table with its best values
+and its change against a pinned baseline, where a request's time went, the load curves
+with their knees and their change, the machine's topology, and a timeline's spans read
+back from its Chrome trace. Pandas only: app.py draws these, explorer_charts.py charts
+them, and tests read them without Streamlit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import pandas as pd
+
+import warmcore
+from warmcore.comparison import knee, load_field
+
+# Comparison table: per_request() key -> (header with unit, format, better: max/min/None)
+COLUMNS = {
+    "throughput_rps": ("req/s", "{:,.0f}", "max"),
+    "p50_us": ("p50 (us)", "{:,.1f}", "min"),
+    "p99_us": ("p99 (us)", "{:,.1f}", "min"),
+    "max_us": ("max (us)", "{:,.1f}", "min"),
+    "cpus": ("CPUs", "{:.2f}", "min"),
+    "cpu_us_per_req": ("CPU us/req", "{:.2f}", "min"),
+    "ipc": ("IPC", "{:.2f}", "max"),
+    "ghz": ("GHz", "{:.2f}", None),
+    "llc_loads_per_req": ("LLC loads/req", "{:.1f}", "min"),
+    "migrations_per_req": ("migrations/req", "{:.3f}", "min"),
+    "switches_per_req": ("switches/req", "{:.3f}", "min"),
+    "uj_per_req": ("uJ/req", "{:.1f}", "min"),
+}
+# breakdown_us field -> the cause as the chart names it, in stacking order
+CAUSES = {"queue_wait": "queue wait", "dispatch": "dispatch and wake-up",
+          "compute": "compute", "cache_reload": "cache reload", "coherence": "coherence",
+          "contention": "contention", "blocked_io": "blocked I/O"}
+# The preset's figures shown as the machine's topology, in this order
+TOPOLOGY = ["sockets", "cores_per_socket", "threads_per_core", "llc_domains_per_socket",
+            "l1d_kib", "l2_kib", "llc_mib", "pstates_ghz", "turbo_ghz", "default_governor"]
+# Load curves' change against the baseline: per_request() key -> column
+CURVE_COLUMNS = {"p50_us": "p50 (us)", "p99_us": "p99 (us)", "throughput_rps": "req/s",
+                 "cpus": "CPUs", "cpu_us_per_req": "CPU us/req"}
+
+
+# -- the comparison -------------------------------------------------------------------------
+
+def comparison_frame(results) -> pd.DataFrame:
+    """One row per strategy; a partial run's row is marked "(partial)"."""
+    rows = [r.per_request() for r in results]
+    for row, r in zip(rows, results, strict=True):
+        if r.partial:
+            row["strategy"] += " (partial)"
+    df = pd.DataFrame(rows).set_index("strategy")[list(COLUMNS)]
+    return df.rename(columns={k: v[0] for k, v in COLUMNS.items()}).astype(float)
+
+
+def styled(df: pd.DataFrame):
+    """The comparison formatted, the best value per column highlighted."""
+    fmt = {v[0]: v[1] for v in COLUMNS.values()}
+    s = df.style.format(fmt, na_rep="-")
+    best = {v[0]: v[2] for v in COLUMNS.values() if v[2]}
+
+    def mark(col: pd.Series):
+        """The best cell(s) of a column; none where every row is the same."""
+        if col.nunique(dropna=True) < 2:
+            return [""] * len(col)
+        target = col.max() if best[col.name] == "max" else col.min()
+        return ["background-color: #c8f0c8; font-weight: bold" if v == target else ""
+                for v in col]
+
+    return s.apply(mark, subset=list(best))
+
+
+def comparison_deltas(df: pd.DataFrame, base_df: pd.DataFrame):
+    """Every figure of the strategies in both tables, now minus baseline, formatted."""
+    common = df.index.intersection(base_df.index)
+    delta = df.loc[common] - base_df.loc[common]
+    return delta.style.format({v[0]: "{:+,.2f}" for v in COLUMNS.values()}, na_rep="-")
+
+
+def stopped_note(results, names, fraction: float, requests: int) -> str:
+    """What a stopped comparison measured: how far its stopped run got (``fraction`` of
+    its run, of ``requests`` measured ones) and which strategies it did not run."""
+    ran = [r.strategy for r in results]
+    left = [n for n in names if n not in ran]
+    return "Stopped: partial result. " + "; ".join(
+        f"{r.strategy}: stopped at {fraction:.0%} of its run, {r.requests:,} of "
+        f"{requests:,} measured requests" + (" (still in its warm-up)" if not r.requests
+                                             else "")
+        for r in results if r.stop_reason == "stopped") + (
+        f"; not run: {', '.join(left)}" if left else "")
+
+
+def breakdown_frame(results, baseline_results=None) -> pd.DataFrame:
+    """Where a request's time went: one row per strategy, run (now, baseline), cause."""
+    rows = []
+    for tag, rs in (("now", results), ("baseline", baseline_results or [])):
+        for r in rs:
+            for k, label in CAUSES.items():
+                v = getattr(r.breakdown_us, k)
+                rows.append({"strategy": r.strategy, "run": tag, "cause": label,
+                             "us": 0.0 if v is None else float(v)})
+    return pd.DataFrame(rows)
+
+
+def topology_table(params) -> pd.DataFrame:
+    """The machine's topology (sockets, cores, caches, clocks) from its parameters."""
+    by = {p.path.removeprefix("machine.overrides."): p for p in params}
+    rows = []
+    for k in TOPOLOGY:
+        p = by.get(k)
+        if p is not None:
+            v = p.value
+            v = ", ".join(f"{x:g}" for x in v) if isinstance(v, (list, tuple)) else v
+            rows.append({"": k + (f" ({p.unit})" if p.unit else ""), "value": str(v)})
+    return pd.DataFrame(rows).set_index("")
+
+
+# -- load curves ----------------------------------------------------------------------------
+
+def default_loads(sc: warmcore.Scenario) -> str:
+    """Offered loads around the scenario's own: a rate scaled, or counts doubling."""
+    field = load_field(sc)
+    now = getattr(sc.workload, field, None)
+    if field == "rate_per_s":
+        now = now or 10_000.0
+        return ", ".join(f"{now * f:g}" for f in (0.25, 0.5, 0.75, 1.0, 1.25, 1.5))
+    return ", ".join(str(n) for n in (1, 2, 4, 8, 16))
+
+
+def parse_loads(text: str, field: str) -> list:
+    """The offered loads typed, sorted without repeats (counts as whole numbers), or
+    ValueError with the page's one line."""
+    try:
+        loads = sorted({float(x) for x in text.split(",") if x.strip()})
+        if not loads or any(x <= 0 for x in loads):
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"loads: {text!r} is not a list of positive numbers") from None
+    if field != "rate_per_s":
+        loads = sorted({int(x) for x in loads})
+    return loads
+
+
+def same_field(toml: str, field: str) -> bool:
+    """Does the setup ``toml`` offer its load through ``field`` (the same kind of number)?"""
+    try:
+        return load_field(warmcore.Scenario.from_toml(toml)) == field
+    except warmcore.ConfigError:
+        return False
+
+
+def overlaid_baseline(base: dict | None, toml: str, field: str) -> str | None:
+    """The pinned baseline's setup whose curves go beside this setup's, at the same
+    loads: None if there is none, if it is this setup, or if its load is another kind
+    of number."""
+    if base is None or base["toml"] == toml or not same_field(base["toml"], field):
+        return None
+    return base["toml"]
+
+
+def why_not_overlaid(base_toml: str, toml: str, field: str) -> str:
+    """Why the pinned baseline's curves are not beside the curves shown."""
+    if base_toml == toml:
+        return "it is this setup"
+    if not same_field(base_toml, field):
+        return "its offered load is another kind of number"
+    return "it was pinned after these curves were computed; compute them again"
+
+
+class CurveRun(NamedTuple):
+    label: str           # the job's progress names it
+    toml: str
+    strategy: str
+    load: float
+    baseline: bool
+
+
+def curve_runs(toml: str, base_toml: str | None, names, loads) -> list[CurveRun]:
+    """Each strategy at each load, then the same for the baseline's setup if given."""
+    runs = [CurveRun(f"{n} at {x:g}", toml, n, x, False) for n in names for x in loads]
+    if base_toml:
+        runs += [CurveRun(f"baseline: {n} at {x:g}", base_toml, n, x, True)
+                 for n in names for x in loads]
+    return runs
+
+
+def curves_of(job, meta: dict) -> dict:
+    """The load curves a finished (or stopped) job measured: each completed run's row,
+    split into this setup's and the baseline's; a run cut short by Stop is left out.
+    ``meta``: the setup's toml, load field and baseline toml, and per run whether it
+    was the baseline's."""
+    rows, base_rows = [], []
+    for d, is_base in zip(job.results, meta["baseline"], strict=False):
+        if d.get("stop_reason") == "stopped":
+            continue
+        (base_rows if is_base else rows).append(warmcore.Result.from_dict(d).per_request())
+    done = len(rows) + len(base_rows)
+    return {**{k: meta[k] for k in ("toml", "field", "base_toml")}, "rows": rows,
+            "base_rows": base_rows,
+            "stopped": f"{done} of {len(job.names)} runs" if job.stopped else None}
+
+
+def shows_baseline(curves: dict, base: dict | None) -> bool:
+    """Do the curves carry the baseline now pinned (computed with it)?"""
+    return bool(curves.get("base_rows")) and base is not None and \
+        curves.get("base_toml") == base["toml"]
+
+
+def curve_frame(curves: dict, with_base: bool) -> pd.DataFrame:
+    """Every curve's row, tagged with its run (now, baseline), the load a float."""
+    tagged = [{**r, "run": "now"} for r in curves["rows"]]
+    if with_base:
+        tagged += [{**r, "run": "baseline"} for r in curves["base_rows"]]
+    df = pd.DataFrame(tagged)
+    df["load"] = df["load"].astype(float)
+    return df
+
+
+def knees_of(curves: dict, with_base: bool) -> list[dict]:
+    """Each strategy's knee (None: not reached), of this setup's run and the baseline's."""
+    knees = []
+    for run, rs in (("now", curves["rows"]),
+                    ("baseline", curves["base_rows"] if with_base else [])):
+        for n in dict.fromkeys(r["strategy"] for r in rs):
+            k = knee([r for r in rs if r["strategy"] == n])
+            knees.append({"strategy": n, "knee": k, "run": run})
+    return knees
+
+
+def knee_text(knees: list[dict], run: str) -> str:
+    return "; ".join(f"{k['strategy']}: " + ("not reached" if k["knee"] is None
+                                              else f"{k['knee']:g}")
+                     for k in knees if k["run"] == run)
+
+
+def curve_deltas(rows, base_rows, knees):
+    """Each strategy at each load: every curve's figure now minus the baseline's, and
+    the knee's move."""
+    base = {(r["strategy"], r["load"]): r for r in base_rows}
+    knee_of = {(k["strategy"], k["run"]): k["knee"] for k in knees}
+    out = []
+    for r in rows:
+        b = base.get((r["strategy"], r["load"]))
+        if b is None:
+            continue
+        d = {"strategy": r["strategy"], "load": r["load"]}
+        for k, label in CURVE_COLUMNS.items():
+            d[label] = (r[k] - b[k]) if r[k] is not None and b[k] is not None else math.nan
+        kn, kb = knee_of.get((r["strategy"], "now")), knee_of.get((r["strategy"], "baseline"))
+        d["knee"] = (f"{kb:g} -> {kn:g}" if kn is not None and kb is not None else
+                     f"{'-' if kb is None else f'{kb:g}'} -> {'-' if kn is None else f'{kn:g}'}")
+        out.append(d)
+    df = pd.DataFrame(out).set_index(["strategy", "load"])
+    return df.style.format({v: "{:+,.2f}" for v in CURVE_COLUMNS.values()}, na_rep="-")
+
+
+# -- the timeline ---------------------------------------------------------------------------
+
+class Timeline(NamedTuple):
+    bars: pd.DataFrame        # cpu, start_us, end_us, thread, step, request
+    migrations: pd.DataFrame  # cpu (arrived on), t_us, what
+    clocks: pd.DataFrame      # cpu, from_us, to_us, ghz: each CPU's clock span by span
+    cpus: list[str]           # the CPUs' labels in CPU order
+
+
+def timeline_of(doc: dict) -> Timeline:
+    """A Chrome trace (``warmcore.trace.chrome_trace``) read back per CPU: its work
+    slices, the migrations (on the CPU the thread arrived on) and its clock track;
+    times in simulated us from the window's start."""
+    ev = doc["traceEvents"]
+    cpu_names = {e["tid"]: e["args"]["name"] for e in ev
+                 if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == 1}
+    t0 = doc["otherData"]["window_us"][0] if doc["otherData"]["window_us"] else 0.0
+    bars = pd.DataFrame([{"cpu": cpu_names[e["tid"]], "start_us": e["ts"] - t0,
+                          "end_us": e["ts"] - t0 + e["dur"], "thread": e["args"]["thread"],
+                          "step": e["name"], "request": e["args"].get("request", -1)}
+                         for e in ev if e["ph"] == "X" and e["pid"] == 1])
+    if bars.empty:
+        return Timeline(bars, pd.DataFrame(), pd.DataFrame(), [])
+    where = {}
+    for e in ev:                          # the CPU a migrating thread arrived on
+        if e["ph"] == "X" and e["pid"] == 2 and e["cat"] == "thread":
+            where[(e["tid"], e["ts"])] = e["args"]["cpu"]
+    migr = pd.DataFrame([{"cpu": cpu_names[where[(e["tid"], e["ts"])]], "t_us": e["ts"] - t0,
+                          "what": f"thread {e['tid']}: {e['name']}"}
+                         for e in ev if e["ph"] == "i" and (e["tid"], e["ts"]) in where])
+    t1 = doc["otherData"]["window_us"][1] - t0
+    clocks = []                           # each CPU's clock (its counter track) as spans
+    for cpu in sorted(cpu_names):
+        track = sorted((e["ts"] - t0, e["args"]["GHz"]) for e in ev
+                       if e["ph"] == "C" and e["name"] == f"CPU {cpu} clock")
+        for (a, ghz), (b, _) in zip(track, [*track[1:], (t1, None)], strict=True):
+            if b > a:
+                clocks.append({"cpu": cpu_names[cpu], "from_us": a, "to_us": b, "ghz": ghz})
+    return Timeline(bars, migr, pd.DataFrame(clocks), [cpu_names[k] for k in sorted(cpu_names)])
