@@ -13,30 +13,16 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import threading
 import time
-from pathlib import Path
 
+import altair as alt
+import pandas as pd
+import streamlit as st
 
-def _unshadow() -> None:
-    """``streamlit run`` puts this file's folder first on sys.path. Installed, that
-    folder is the warmcore package itself, whose modules (trace, build, api...) would
-    shadow top-level modules of the same names, such as the stdlib's trace."""
-    here = Path(__file__).resolve().parent
-    if (here / "__init__.py").is_file():
-        sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
-
-
-_unshadow()
-
-import altair as alt  # noqa: E402  (after _unshadow)
-import pandas as pd  # noqa: E402
-import streamlit as st  # noqa: E402
-
-import warmcore  # noqa: E402
-from warmcore.registry import strategies as all_strategies  # noqa: E402
-from warmcore.simcore.config import WORKLOAD_KINDS, ServiceShape  # noqa: E402
+import warmcore
+from warmcore.registry import strategies as all_strategies
+from warmcore.simcore.config import WORKLOAD_KINDS, ServiceShape
 
 DEFAULT_SCENARIO = "pipeline"
 DEFAULT_STRATEGIES = ("pc", "pec", "epc")

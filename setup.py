@@ -14,12 +14,18 @@ package-dir: ``models/`` is ``warmcore.models``). Cython finds the augmenting
 path; ``pxd_include_dir`` lays the .pxd files out that way under build/.
 Without it the modules would compile untyped: valid, but silently slow
 (tests/test_compiled.py checks that the built modules are typed).
+
+The explorer, app.py at the checkout's top, is a Streamlit script rather than a
+module: build_py ships a copy as ``warmcore/explorer/app.py``, alone in its folder,
+since ``streamlit run`` puts the script's folder first on sys.path (``warmcore
+explore`` runs it; an editable install runs the checkout's app.py).
 """
 
 import shutil
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
 
 # The hot path of the hardware model: cache warmth and the per-segment cost.
 COMPILED = ("warmcore.models.cache", "warmcore.models.coherence", "warmcore.models.membus",
@@ -31,6 +37,26 @@ SOURCE_DIRS = {"warmcore.models": "models"}    # as pyproject's package-dir
 def source_of(module: str, suffix: str = ".py") -> str:
     package, _, name = module.rpartition(".")
     return f"{SOURCE_DIRS[package]}/{name}{suffix}"
+
+
+# The explorer script, and where the wheel ships it (warmcore.cli.explorer_script).
+EXPLORER = ("app.py", "warmcore/explorer/app.py")
+
+
+class BuildPy(build_py):
+    """build_py, plus the explorer script copied to warmcore/explorer/ in the wheel."""
+
+    def run(self):
+        super().run()
+        if not self.editable_mode:      # editable: warmcore explore runs the checkout's
+            target = Path(self.build_lib, EXPLORER[1])
+            self.mkpath(str(target.parent))
+            self.copy_file(str(ROOT / EXPLORER[0]), str(target))
+
+    def get_outputs(self, include_bytecode=True):
+        outputs = super().get_outputs(include_bytecode)
+        return outputs if self.editable_mode else [*outputs,
+                                                   str(Path(self.build_lib, EXPLORER[1]))]
 
 
 def pxd_include_dir() -> str:
@@ -63,4 +89,4 @@ def extensions() -> list[Extension]:
 
 
 if __name__ == "__main__":   # the build runs this file as __main__; tests import COMPILED
-    setup(ext_modules=extensions())
+    setup(ext_modules=extensions(), cmdclass={"build_py": BuildPy})

@@ -26,8 +26,11 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     for expected in ("warmcore/__init__.py", "warmcore/api.py", "warmcore/simcore/kernel.py",
                      "warmcore/models/cache.py", "warmcore/strategies/pc.py",
                      "warmcore/calibration/__init__.py",
-                     "warmcore/simcore/scenarios/pipeline.toml"):
+                     "warmcore/simcore/scenarios/pipeline.toml",
+                     "warmcore/explorer/app.py"):          # the explorer, alone in its folder
         assert expected in names
+    assert [n for n in names if n.startswith("warmcore/explorer/")] == ["warmcore/explorer/app.py"]
+    assert "warmcore/app.py" not in names
     assert not any(n.startswith(("tests/", "setup.py", "bench/")) for n in names)
     assert not any(n.endswith(".so") for n in names)      # no stale extension slipped in
 
@@ -57,7 +60,7 @@ def test_the_editable_install_imports_this_checkouts_sources(where, tmp_path):
 
 
 @pytest.mark.parametrize("where", ["top", "elsewhere"])
-@pytest.mark.parametrize("name", ["tests", "bench", "docs", "examples", "setup"])
+@pytest.mark.parametrize("name", ["tests", "bench", "docs", "examples", "app", "setup"])
 def test_only_the_mapped_folders_are_in_the_namespace(name, where, tmp_path):
     """No search-path patch: the checkout's other folders and files are not warmcore's."""
     p = _imported(f"import warmcore.{name}", ROOT if where == "top" else tmp_path)
