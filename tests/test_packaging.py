@@ -33,6 +33,7 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     assert "warmcore/app.py" not in names
     assert not any(n.startswith(("tests/", "setup.py", "bench/")) for n in names)
     assert not any(n.endswith(".so") for n in names)      # no stale extension slipped in
+    assert "warmcore/models/compiled-sources.json" not in names   # nor its build record
 
 
 def _imported(code: str, cwd: Path, *flags: str) -> subprocess.CompletedProcess:
