@@ -34,6 +34,7 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     assert not any(n.startswith(("tests/", "setup.py", "bench/")) for n in names)
     assert not any(n.endswith(".so") for n in names)      # no stale extension slipped in
     assert "warmcore/models/compiled-sources.json" not in names   # nor its build record
+    assert not any(n.endswith((".c", ".pxd")) for n in names)      # build inputs stay out
 
 
 def _imported(code: str, cwd: Path, *flags: str) -> subprocess.CompletedProcess:
