@@ -82,3 +82,22 @@ def test_a_checkouts_package_folder_alone_says_how_to_install_it(tmp_path):
         f"ImportError: warmcore: {tmp_path / 'warmcore'} is a source checkout's package "
         "folder without the folders an install maps into it; install the checkout "
         "(pip install -e .) or run from outside it")
+
+
+def test_the_readmes_folder_table_matches_pyproject_and_the_layer_test():
+    """README's "folder -> import path -> layer" table says what pyproject's package-dir
+    and tests/test_layers.py do."""
+    import re
+    import tomllib
+
+    from tests.test_layers import LAYERS, layer_of
+
+    mapped = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-dir"]
+    rows = re.findall(r"^\| `(\w+)/` \| `([\w.]+)` \| (\d) ", (ROOT / "README.md").read_text(),
+                      re.M)
+    assert {folder for folder, _, _ in rows} == {*mapped.values(), "warmcore"}
+    for folder, module, layer in rows:
+        assert mapped.get(module, "warmcore") == folder
+        assert layer_of(module)[0] == int(layer), module
+    assert LAYERS["warmcore.app"][0] == 5      # app.py, the script, is the top layer too
