@@ -48,6 +48,10 @@ SOURCE_DIRS = {"warmcore.models": "models"}    # as pyproject's package-dir
 MANIFEST = "compiled-sources.json"
 # What each generated .c was generated from.
 C_RECORD = ROOT / "build" / "cython-sources.json"
+# The digests of this build's sources, taken before cythonize read them (extensions()):
+# what the manifest records, so that a source edited during the build is not recorded
+# as built (it would then be refused as stale, the safe way round).
+GENERATED_FROM: dict[str, dict[str, str]] = {}
 
 
 def source_of(module: str, suffix: str = ".py") -> str:
@@ -135,18 +139,25 @@ class BuildExt(build_ext):
     def build_extension(self, ext):
         self._built[ext.name] = None          # until it has built (or was up to date)
         super().build_extension(ext)
-        self._built[ext.name] = source_digests(ext.name)
+        self._built[ext.name] = GENERATED_FROM.get(ext.name)
 
 
 def pxd_include_dir() -> str:
-    """build/cython-pxd/warmcore/models/*.pxd: the .pxd files under their dotted names."""
+    """build/cython-pxd/warmcore/models/*.pxd: the .pxd files under their dotted names.
+    A copy is rewritten only when its source differs, keeping the source's time:
+    cythonize regenerates a .c older than a .pxd it uses, and fresh copies on every
+    build made it regenerate and recompile cache and hardware each time."""
     top = ROOT / "build" / "cython-pxd"
     for module in COMPILED:
+        source = ROOT / source_of(module, ".pxd")
         target = top.joinpath(*module.split(".")).with_suffix(".pxd")
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ROOT / source_of(module, ".pxd"), target)
+        if not target.is_file() or target.read_bytes() != source.read_bytes():
+            shutil.copy2(source, target)
         for pkg in target.relative_to(top).parents:   # packages need an __init__.pxd
-            (top / pkg / "__init__.pxd").touch()
+            init = top / pkg / "__init__.pxd"
+            if not init.is_file():
+                init.touch()
     return str(top)
 
 
@@ -156,6 +167,7 @@ def extensions() -> list[Extension]:
     except ImportError:  # no Cython at build time: plain Python only
         return []
     generated_from = drop_outdated_c()
+    GENERATED_FROM.update(generated_from)
     exts = cythonize(
         [Extension(name, [source_of(name)], extra_compile_args=["-O2", "-ffp-contract=off"])
          for name in COMPILED],
