@@ -16,7 +16,7 @@ Without it the modules would compile untyped: valid, but silently slow
 (tests/test_compiled.py checks that the built modules are typed).
 
 Each build records what its extensions were built from: BuildExt writes
-``compiled-sources.json`` beside them (the sha256 of each module's .py and .pxd, and
+``compiled-sources.json`` beside them (the sha256 of each module's .py and the .pxd files, and
 the extension's size), which ``warmcore.models`` checks on import: a stale extension
 (say cache.py edited in an editable install since the last build) is refused, the
 .py runs instead and one line says to rebuild (models/compiled.py). The build side
