@@ -13,34 +13,22 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
-from pathlib import Path
 
+import altair as alt
+import pandas as pd
+import streamlit as st
 
-def _unshadow() -> None:
-    """``streamlit run`` puts this file's folder first on sys.path. Installed, that
-    folder is the warmcore package itself, whose modules (trace, build, api...) would
-    shadow top-level modules of the same names, such as the stdlib's trace."""
-    here = Path(__file__).resolve().parent
-    if (here / "__init__.py").is_file():
-        sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
-
-
-_unshadow()
-
-import streamlit as st  # noqa: E402  (after _unshadow)
-
-import warmcore  # noqa: E402
-from warmcore.registry import strategies as all_strategies  # noqa: E402
-from warmcore.simcore.config import WORKLOAD_KINDS, ServiceShape  # noqa: E402
+import warmcore
+from warmcore.registry import strategies as all_strategies
+from warmcore.simcore.config import WORKLOAD_KINDS, ServiceShape
 # the job manager, the tables and charts: layer 4, tested without Streamlit
-from warmcore import jobs  # noqa: E402
-from warmcore.explorer_charts import breakdown_chart, curve_charts, timeline_chart  # noqa: E402
-from warmcore.explorer_data import (  # noqa: E402
+from warmcore import jobs
+from warmcore.explorer_charts import breakdown_chart, curve_charts, timeline_chart
+from warmcore.explorer_data import (
     comparison_deltas, comparison_frame, curve_deltas, curve_frame, curve_runs, curves_of,
     default_loads, knee_text, knees_of, overlaid_baseline, parse_loads, shows_baseline,
     stopped_note, styled, timeline_of, topology_table, why_not_overlaid)
-from warmcore.jobs import one_line  # noqa: E402
+from warmcore.jobs import one_line
 
 DEFAULT_SCENARIO = "pipeline"
 DEFAULT_STRATEGIES = ("pc", "pec", "epc")

@@ -37,7 +37,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 import warmcore
 from warmcore.simcore.config import ConfigError, config_error, parse_toml, read_text
 
-# Figures a measurement may state, and how each is read from a result.
+# Figures a measurement may state, and how each is read from a result. Per-request
+# figures have the names warmcore's results give them (Result.per_request(), compare
+# --json, sweep reports: ``cpu_us_per_req``, ``llc_loads_per_req``, ``switches_per_req``,
+# ``migrations_per_req``) and the same ``_per_req`` ending for the others.
 FIGURES = {
     "throughput_rps": lambda r: r.throughput_rps,
     "latency_mean_us": lambda r: r.latency_us.mean,
@@ -47,15 +50,28 @@ FIGURES = {
     "cpus_utilized": lambda r: r.cpus_utilized,
     "ipc": lambda r: r.ipc,
     "ghz": lambda r: r.ghz,
-    "cpu_us_per_request": lambda r: r.task_clock_ms * 1e3 / max(r.requests, 1),
-    "instructions_per_request": lambda r: r.instructions / max(r.requests, 1),
-    "cycles_per_request": lambda r: r.cycles / max(r.requests, 1),
-    "llc_loads_per_request": lambda r: r.llc_loads / max(r.requests, 1),
-    "llc_misses_per_request": lambda r: r.llc_misses / max(r.requests, 1),
-    "l1d_loads_per_request": lambda r: r.l1d_loads / max(r.requests, 1),
-    "l1d_misses_per_request": lambda r: r.l1d_misses / max(r.requests, 1),
-    "context_switches_per_request": lambda r: r.context_switches / max(r.requests, 1),
-    "cpu_migrations_per_request": lambda r: r.cpu_migrations / max(r.requests, 1),
+    "cpu_us_per_req": lambda r: r.task_clock_ms * 1e3 / max(r.requests, 1),
+    "instructions_per_req": lambda r: r.instructions / max(r.requests, 1),
+    "cycles_per_req": lambda r: r.cycles / max(r.requests, 1),
+    "llc_loads_per_req": lambda r: r.llc_loads / max(r.requests, 1),
+    "llc_misses_per_req": lambda r: r.llc_misses / max(r.requests, 1),
+    "l1d_loads_per_req": lambda r: r.l1d_loads / max(r.requests, 1),
+    "l1d_misses_per_req": lambda r: r.l1d_misses / max(r.requests, 1),
+    "switches_per_req": lambda r: r.context_switches / max(r.requests, 1),
+    "migrations_per_req": lambda r: r.cpu_migrations / max(r.requests, 1),
+}
+# The names calibration used to give them: a spec stating one is refused with one line
+# naming the new name (not an alias: one name per figure, in specs as in reports).
+RENAMED = {
+    "cpu_us_per_request": "cpu_us_per_req",
+    "instructions_per_request": "instructions_per_req",
+    "cycles_per_request": "cycles_per_req",
+    "llc_loads_per_request": "llc_loads_per_req",
+    "llc_misses_per_request": "llc_misses_per_req",
+    "l1d_loads_per_request": "l1d_loads_per_req",
+    "l1d_misses_per_request": "l1d_misses_per_req",
+    "context_switches_per_request": "switches_per_req",
+    "cpu_migrations_per_request": "migrations_per_req",
 }
 
 
@@ -87,6 +103,9 @@ class Measurement(Strict):
     @model_validator(mode="after")
     def _known_figures(self):
         for k in self.figures:
+            if k in RENAMED:
+                raise ValueError(f"figures.{k}: renamed {RENAMED[k]}, as in warmcore's "
+                                 "results")
             if k not in FIGURES:
                 raise ValueError(f"figures.{k}: not a figure warmcore fits (known: "
                                  f"{', '.join(FIGURES)})")

@@ -11,12 +11,12 @@ from warmcore.calibration.perfstat import PerfStat, PerfStatError, load_perf_sta
 from warmcore.simcore.config import ConfigError
 
 # figure -> the counter it divides by the request count
-PER_REQUEST = {"instructions_per_request": "instructions", "cycles_per_request": "cycles",
-               "llc_loads_per_request": "LLC-loads", "llc_misses_per_request": "LLC-misses",
-               "l1d_loads_per_request": "L1-dcache-loads",
-               "l1d_misses_per_request": "L1-dcache-misses",
-               "context_switches_per_request": "context-switches",
-               "cpu_migrations_per_request": "cpu-migrations"}
+PER_REQUEST = {"instructions_per_req": "instructions", "cycles_per_req": "cycles",
+               "llc_loads_per_req": "LLC-loads", "llc_misses_per_req": "LLC-misses",
+               "l1d_loads_per_req": "L1-dcache-loads",
+               "l1d_misses_per_req": "L1-dcache-misses",
+               "switches_per_req": "context-switches",
+               "migrations_per_req": "cpu-migrations"}
 # a measured count is an estimate: perf scales a multiplexed count by time enabled /
 # time running; its relative error is taken as 2% at full coverage (run-to-run
 # variation of counts on an idle-free machine) growing as 1/sqrt(coverage).
@@ -71,7 +71,7 @@ def figures_from_perf(path: str | Path, requests: int | None = None,
         out["cpus_utilized"] = fig(clock_ms * 1e-3 / elapsed, "task-clock")
     if requests:
         if clock_ms:
-            out["cpu_us_per_request"] = fig(clock_ms * 1e3 / requests, "task-clock")
+            out["cpu_us_per_req"] = fig(clock_ms * 1e3 / requests, "task-clock")
         for name, event in PER_REQUEST.items():
             n = total(ps, event)
             if n:

@@ -9,7 +9,7 @@ from pathlib import Path
 import warmcore
 
 
-PREDICTED = ("throughput_rps", "cpus_utilized", "ipc", "llc_loads_per_request",
+PREDICTED = ("throughput_rps", "cpus_utilized", "ipc", "llc_loads_per_req",
              "latency_p99_us")
 
 

@@ -1,1 +1,7 @@
 """Machine physics, CPU presets and workload generators."""
+
+from warmcore.models.compiled import refuse_stale
+
+# The compiled hot path runs only while it matches its sources (models/compiled.py):
+# module name -> why its extension was refused, empty when all match.
+STALE = refuse_stale(__name__, __path__)

@@ -8,7 +8,7 @@ after K foreign lines
 
     warmth_random(K, N) = (1 - 1/N)^K  (~ exp(-K/N))
 
-a-way LRU with S sets and random set placement (docs/MODEL.md "Caches and warmth"):
+a-way LRU with S sets and random set placement (docs/design/MODEL.md "Caches and warmth"):
 the K foreign lines that land in one set are X ~ Poisson(K/S); a line at LRU
 rank r (1 = most recent) survives iff X <= a - r. With its rank uniform over
 1..a (a line of a footprint that fills the cache):
@@ -16,7 +16,7 @@ rank r (1 = most recent) survives iff X <= a - r. With its rank uniform over
     warmth_lru(K, S, a) = (1/a) * sum_{r=1..a} P(X <= a - r)
                         = (1/a) * sum_{j=0..a-1} P(X <= j)
 
-Footprints smaller than the cache (the departure from docs/MODEL.md, see
+Footprints smaller than the cache (the departure from docs/design/MODEL.md, see
 docs/model-caches.md): an owner that touched L lines most recently has its
 j-th-from-last line at rank 1 + Poisson(j/S) among its own lines, so it
 survives K later foreign lines iff Poisson((j + K)/S) <= a - 1. Summing over
@@ -27,7 +27,7 @@ j and using d/dlam [a(1 - W(lam))] = P(Poisson(lam) <= a - 1):
 which is exact under the Poisson placement approximation, equals the number
 of lines resident after touching L lines when K = 0 (S*a*(1 - W(L/S)):
 L for L << S*a, S*a for L >> S*a: a footprint larger than the cache does not
-fit), and tends to S*a*W(K/S), docs/MODEL.md's formula, as L grows to the cache
+fit), and tends to S*a*W(K/S), docs/design/MODEL.md's formula, as L grows to the cache
 size and beyond. ``CacheState`` uses it.
 
 Per-cache state
@@ -97,7 +97,7 @@ def _w_per_set(lam: float, ways: int) -> float:
 
 
 def warmth_lru(foreign_lines: float, sets: int, ways: int) -> float:
-    """docs/MODEL.md's a-way LRU warmth: (1/a) sum_{r=1..a} P(Poisson(K/S) <= a - r).
+    """docs/design/MODEL.md's a-way LRU warmth: (1/a) sum_{r=1..a} P(Poisson(K/S) <= a - r).
 
     In [0, 1], 1 at K = 0, non-increasing in K. About 1-2 us per call for a <= 16.
     """

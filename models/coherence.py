@@ -3,7 +3,7 @@
 Topology and transfer latencies
 -------------------------------
 A line moves between cores at the latency of their relation (preset fields,
-ns; defaults from docs/MODEL.md's table, core-to-core-latency benchmark README):
+ns; defaults from docs/design/MODEL.md's table, core-to-core-latency benchmark README):
 SMT siblings ``c2c_smt_ns`` (7), same LLC domain ``c2c_llc_ns`` (40), other
 LLC domain on the socket (another CCX) ``c2c_cross_llc_ns`` (100), other
 socket ``c2c_socket_ns`` (130). Siblings share L1/L2, so for ordinary
@@ -72,7 +72,7 @@ waiting included), and the line remembers when each CPU's span ends. The
 line's busy time and the M/D/1 wait use t_w. With one other contender (two
 CPUs) w = 0 and the model is as above; with k contenders the line serves about
 1 / (t (1 + beta (k - 2))) ops per second: the contended server's throughput
-falls as cores are added (docs/MODEL.md phenomenon 3).
+falls as cores are added (docs/design/MODEL.md phenomenon 3).
 
 (Before, N_o was the inverse Simpson index of the other CPUs' decaying shares
 of the line's busy time. A segment posts its ops at its start, so a line used
@@ -82,7 +82,7 @@ not 3, and the handover barely grew from 4 CPUs to 8; docs/model-caches.md.)
 
 So one CPU alone pays only hits, while dense ops from several CPUs pay a
 transfer and a queueing wait each, and the line serves at most about 1 / t ops
-per second, less the more cores wait on it (docs/MODEL.md "Memory bus and coherence
+per second, less the more cores wait on it (docs/design/MODEL.md "Memory bus and coherence
 contention"; phenomenon 3: a contended server runs faster on fewer cores).
 """
 

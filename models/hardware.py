@@ -33,7 +33,7 @@ Cost of one segment on ``cpu`` at ``now`` (``execute``), fields of simcore.work.
 * reload_s = [(m1 - m2)(l2_lat - l1_lat) + llc_hits (llc_lat - l1_lat)] / f
   + dram_lines * dram_ns, all / mlp (cycles scale with the clock, DRAM ns do not);
   coherence_s = transfers * c2c_ns / mlp; contention_s = contended-line stall
-  + dram_lines * (loaded - idle DRAM latency) / mlp (docs/MODEL.md's "contention"
+  + dram_lines * (loaded - idle DRAM latency) / mlp (docs/design/MODEL.md's "contention"
   cause is contended lines and the memory-bus queue).
 * duration_s = compute_s + reload_s + coherence_s + contention_s;
   cycles = compute cycles + stall time * f (perf counts stall cycles).
@@ -136,7 +136,8 @@ def _make_meter(preset, n_cpus):
 
 
 class HardwareMachine:
-    """A preset's CPU with the effects of docs/MODEL.md's hardware model (see module docstring).
+    """A preset's CPU with the effects of docs/design/MODEL.md's hardware model (see the
+    module docstring).
 
     preset          a models.presets.Preset (or a preset name)
     effects         {"caches": bool, ...}; missing keys default to True

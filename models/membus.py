@@ -1,6 +1,6 @@
 """Shared DRAM bandwidth per socket: loaded latency and bandwidth shares.
 
-Model (docs/MODEL.md "Memory bus and coherence contention")
+Model (docs/design/MODEL.md "Memory bus and coherence contention")
 ------------------------------------------------------
 Each socket's memory controller sees the DRAM line fills of all its cores.
 Loaded latency below the bandwidth, M/D/1 per channel (deterministic 64-byte
@@ -64,7 +64,7 @@ class MemoryBus:
       time (n * idle latency / MLP), the difference is queueing delay. However
       many cores stream at once, the socket never moves more than its bandwidth;
       a lone thread (latency-bound) never waits.
-    * Loaded latency below the cap: M/D/1 per channel (docs/MODEL.md) with the
+    * Loaded latency below the cap: M/D/1 per channel (docs/design/MODEL.md) with the
       utilisation rho of the bus time granted over the last ``tau_s`` (a decaying
       sum of reservations), capped at ``rho_cap``; each line waits
       rho * S / (2 (1 - rho)), overlapped by the MLP like the latency itself.

@@ -135,7 +135,8 @@ class Preset(BaseModel):
     default_governor: Literal["performance", "powersave", "userspace", "ondemand",
                               "conservative", "schedutil"] = Field(
         default="performance", description="models.dvfs.GOVERNORS")
-    transition_latency_us: float = Field(default=20.0, ge=0, description='docs/MODEL.md: ~20 us')
+    transition_latency_us: float = Field(default=20.0, ge=0,
+                                         description='docs/design/MODEL.md: ~20 us')
     # Pipeline: instructions per cycle of the reference workload with warm caches
     base_ipc: float = Field(default=1.0, gt=0)
     # Caches (sizes per instance: L1/L2 per core, LLC per domain), ways, latencies
@@ -165,7 +166,7 @@ class Preset(BaseModel):
     mem_channels: int = Field(default=2, gt=0)
     # OS costs (us)
     ctx_switch_us: float = Field(default=3.8, ge=0, description='Li, Ding, Shen, ExpCS 2007')
-    futex_wake_us: float = Field(default=1.5, ge=0, description='docs/MODEL.md: 1-2 us')
+    futex_wake_us: float = Field(default=1.5, ge=0, description='docs/design/MODEL.md: 1-2 us')
     wake_latency_idle_us: float = Field(default=30.0, ge=0,
                                         description='C-state exit + IPI to an idle CPU')
     wake_latency_busy_us: float = Field(default=5.0, ge=0, description='IPI to a CPU that is awake')

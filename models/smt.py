@@ -6,7 +6,7 @@ thread then runs at
 
     s(k) = curve[k-1] / k
 
-of a lone thread (docs/MODEL.md "SMT"). Defaults: (1.0,) without SMT; e.g.
+of a lone thread (docs/design/MODEL.md "SMT"). Defaults: (1.0,) without SMT; e.g.
 (1.0, 1.25) for a 2-way big core (Intel's ~15-30% Hyper-Threading gain), a
 near-linear curve up to 4 threads for a throughput core (the presets carry
 their sources). Beyond the curve's length the total stays at its last value.

@@ -1,7 +1,7 @@
 """adaptive: Jetty's AdaptiveExecutionStrategy (Jetty 10/11/12; EatWhatYouKill in 9.4).
 
 Per selector, state IDLE/PRODUCING/REPRODUCING and a pending flag, exactly as
-docs/STRATEGIES.md's pseudo-code and ``AdaptiveExecutionStrategy.java``:
+docs/design/STRATEGIES.md's pseudo-code and ``AdaptiveExecutionStrategy.java``:
 
     tryProduce(wasPending):
       if wasPending: pending = 0
@@ -21,7 +21,7 @@ docs/STRATEGIES.md's pseudo-code and ``AdaptiveExecutionStrategy.java``:
     tryPending(): if pending, or reservedThreads.tryExecute(this) succeeds:
                   pending = 1, state = IDLE, true; else false
 
-``pending`` is Jetty's boolean ``_pending`` (0 or 1): docs/STRATEGIES.md's
+``pending`` is Jetty's boolean ``_pending`` (0 or 1): docs/design/STRATEGIES.md's
 "pending++" when a pending producer is already on its way cannot be a count,
 since only the dispatched thread decrements it (a count would never return to
 0 and tryPending would keep succeeding with no thread coming). The pending

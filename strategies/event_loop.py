@@ -73,7 +73,7 @@ class Params(StrategyParams):
         "Offload pool queue and task-queue CAS instructions (see thread-pool's lock_us)."
     ))
     thread_start_us: float = Field(default=140.0, ge=0, description=(
-        'Starting an offload pool thread (docs/STRATEGIES.md, Loom section: ~140 us).'
+        'Starting an offload pool thread (docs/design/STRATEGIES.md, Loom section: ~140 us).'
     ))
     async_backend: bool | None = Field(default=None, description=(
         "The handler's backend call (work.backend_us) is a non-blocking client request "

@@ -1,6 +1,6 @@
 """jetty9-milestone: the threading of Jetty 9.0.0 milestones before December 2012.
 
-The setting of docs/MODEL.md phenomenon 1 ("Avoiding Parallel Slowdown in
+The setting of docs/design/MODEL.md phenomenon 1 ("Avoiding Parallel Slowdown in
 Jetty-9", Webtide, Greg Wilkins, 2012): the selector parses, the handling is
 dispatched to a pool thread, and the next pipelined request is dispatched from
 the completion of the previous one. Written from eclipse/jetty.project at tag

@@ -30,7 +30,7 @@ Overheads (explicit, zero them for pure queueing checks):
                      model prices it; free on the ideal machine). Contenders park
                      (strategies/pools.py ``ParkingLock``).
     thread_start_us  starting a pool thread: ~140 us for a kernel thread start
-                     (docs/STRATEGIES.md, Loom section), charged to the new thread.
+                     (docs/design/STRATEGIES.md, Loom section), charged to the new thread.
 The futex wake a hand-off needs is priced by the machine (Kernel.wake).
 
 Simplified: the adaptive strategy's ``synchronized`` state lock is free (an
@@ -68,7 +68,7 @@ class JettyParams(StrategyParams):
         "call itself: models/syscalls.py)"))
     queue_us: float = Field(default=0.1, ge=0, description='one queue offer/poll or hand-off')
     thread_start_us: float = Field(default=140.0, ge=0,
-                                   description='kernel thread start (docs/STRATEGIES.md)')
+                                   description='kernel thread start (docs/design/STRATEGIES.md)')
 
     @model_validator(mode="after")
     def _min_le_max(self):

@@ -19,7 +19,7 @@ handles (``req.consume``) the request, writes the response and blocks in
   next request of its client accepted onto a free pool thread, which this model
   shortcuts to the same thread). A request on a closed connection is a new
   connection: it needs a thread like any other.
-* ``thread_start_us``: CPU time to start a kernel thread (docs/STRATEGIES.md, Loom
+* ``thread_start_us``: CPU time to start a kernel thread (docs/design/STRATEGIES.md, Loom
   section: ~140 us), charged to the thread's first segment.
 
 Simplified: the acceptor thread and connection set-up are not modelled (the

@@ -87,7 +87,7 @@ class Params(StrategyParams):
         'from the machine model through contended_ops.'
     ))
     thread_start_us: float = Field(default=140.0, ge=0, description=(
-        'Starting a kernel thread (docs/STRATEGIES.md, Loom section: ~140 us).'
+        'Starting a kernel thread (docs/design/STRATEGIES.md, Loom section: ~140 us).'
     ))
 
 

@@ -10,7 +10,7 @@ JEP 444):
   one for the acceptor that starts virtual threads, one for the I/O poller
   that resumes them.
 * A virtual thread is a task, not a kernel thread. Each arrival starts one: its
-  first mount runs a start segment (``start_us``, ~10 us: docs/STRATEGIES.md), then
+  first mount runs a start segment (``start_us``, ~10 us: docs/design/STRATEGIES.md), then
   the request's produce and the compute part of its consume segment.
 * Blocking (the consume segment's ``block_s``, a backend call) unmounts the
   virtual thread (``unmount_us``, the continuation's freeze): the carrier goes
@@ -32,7 +32,7 @@ JEP 444):
 * ``pinned``: the blocking call is made while pinned (inside ``synchronized``
   in JDK 21): the carrier itself blocks and cannot run anything else.
 * ``kernel_threads``: the same requests on platform threads, one new kernel
-  thread per request (start ``kernel_start_us`` = 140 us, docs/STRATEGIES.md,
+  thread per request (start ``kernel_start_us`` = 140 us, docs/design/STRATEGIES.md,
   charged as CPU to its first segment), blocking in the kernel; at most
   ``max_kernel_threads`` live at once (beyond it, arrivals wait for one to
   exit, as a server at its thread limit would).

@@ -43,7 +43,7 @@ def simulate_lru(sets: int, ways: int, trace: np.ndarray, n_lines: int, reps: in
 
 
 def _binomial_warmth(k: int, sets: int, ways: int) -> float:
-    """docs/MODEL.md's formula with the exact Binomial(K, 1/S) per set instead of Poisson."""
+    """docs/design/MODEL.md's formula with the exact Binomial(K, 1/S) per set instead of Poisson."""
     return float(np.mean([stats.binom.cdf(j, k, 1.0 / sets) for j in range(ways)]))
 
 
@@ -68,7 +68,7 @@ def test_warmth_lru_formula_by_direct_poisson_sum():
 
 @pytest.mark.parametrize("k", [16, 64, 128, 256])
 def test_warmth_lru_matches_simulated_lru_cache_filled_by_the_owner(k):
-    """Owner fills the cache (ranks uniform over 1..a, docs/MODEL.md's assumption), then K
+    """Owner fills the cache (ranks uniform over 1..a, docs/design/MODEL.md's assumption), then K
     foreign distinct lines. Tolerance: 4 standard errors of the Monte Carlo mean plus
     the gap between the Poisson formula and the exact Binomial(K, 1/S) per set that the
     simulation realises (both computed, not guessed)."""
@@ -99,7 +99,7 @@ def test_survivors_lru_matches_simulated_lru_for_small_footprints(lines, k):
     se = surv.std(ddof=1) / math.sqrt(reps)
     ref = survivors_lru(k, lines, sets, ways)
     assert abs(surv.mean() - ref) <= 4 * se + 0.03 * lines, (surv.mean(), ref)
-    # docs/MODEL.md's uniform-rank formula would underestimate a small, recent footprint
+    # docs/design/MODEL.md's uniform-rank formula would underestimate a small, recent footprint
     if k > 0 and lines <= 16:
         assert ref > lines * warmth_lru(k, sets, ways) * 1.05
 
@@ -109,7 +109,7 @@ def test_survivors_lru_limits():
     n = sets * ways
     assert survivors_lru(0, 10, sets, ways) == pytest.approx(10, rel=1e-3)
     assert survivors_lru(0, 100 * n, sets, ways) == pytest.approx(n, rel=1e-6)
-    # a footprint far larger than the cache tends to docs/MODEL.md's formula times N
+    # a footprint far larger than the cache tends to docs/design/MODEL.md's formula times N
     for k in (64, 512, 2048):
         assert survivors_lru(k, 100 * n, sets, ways) == pytest.approx(
             n * warmth_lru(k, sets, ways), rel=1e-6, abs=1e-9)

@@ -21,7 +21,7 @@ EXAMPLE = "examples/jetty-8"
 # -- fitting ------------------------------------------------------------------------------
 
 TRUTH = {"workload.service_us": 30.0, "work.thread_kib": 48.0}
-KEYS = ("throughput_rps", "ipc", "llc_loads_per_request", "cpu_us_per_request",
+KEYS = ("throughput_rps", "ipc", "llc_loads_per_req", "cpu_us_per_req",
         "latency_p50_us")
 
 
@@ -102,6 +102,33 @@ def test_bad_specs_name_their_field(change, field):
     with pytest.raises(warmcore.ConfigError) as e:
         CalibrationSpec.from_data(data)
     assert e.value.field.startswith(field), e.value
+
+
+def test_a_figure_under_its_old_name_is_refused_with_its_new_one(tmp_path, capsys):
+    spec = tmp_path / "old.toml"
+    spec.write_text('[[measurement]]\nname = "m"\nscenario = "pipeline"\n'
+                    '[measurement.figures]\ncpu_us_per_request = 20.0\n\n'
+                    '[[fit]]\npath = "workload.service_us"\nlo = 5.0\nhi = 80.0\n')
+    assert main(["calibrate", str(spec), "--out", str(tmp_path / "p.toml")]) == 2
+    assert capsys.readouterr().err == (
+        "warmcore: calibration.measurement.0.figures.cpu_us_per_request: renamed "
+        "cpu_us_per_req, as in warmcore's results\n")
+
+
+def test_per_request_figures_have_the_names_and_values_of_the_results():
+    """One name per figure: what calibration fits per request is what Result.per_request()
+    (compare --json, the explorer) shows under the same name."""
+    from warmcore.calibration.fit import RENAMED
+    from warmcore.calibration.perf_figures import PER_REQUEST
+
+    r = warmcore.simulate(warmcore.Scenario.load("pipeline"), requests=300)
+    shown = r.per_request()
+    for name in ("cpu_us_per_req", "llc_loads_per_req", "switches_per_req",
+                 "migrations_per_req", "throughput_rps", "ipc", "ghz"):
+        assert FIGURES[name](r) == shown[name], name
+    assert not [k for k in FIGURES if "_per_" in k and not k.endswith("_per_req")]
+    assert set(PER_REQUEST) <= set(FIGURES) and set(RENAMED.values()) <= set(FIGURES)
+    assert not set(RENAMED) & set(FIGURES)
 
 
 def test_calibrate_writes_params_that_run_and_predict_apply(tmp_path, capsys):

@@ -129,11 +129,11 @@ def test_same_ops_on_four_cores_stall_more_and_finish_later_than_on_one():
     stall4, wall4 = _run(4)
     stall1, wall1 = _run(1)
     assert stall4 > 20 * stall1
-    assert wall1 < wall4          # docs/MODEL.md phenomenon 3: faster on fewer cores
+    assert wall1 < wall4          # docs/design/MODEL.md phenomenon 3: faster on fewer cores
 
 
 def test_contended_line_throughput_near_one_per_transfer():
-    """Dense ops from 4 cores, with a fixed handover (waiter cost 0, docs/MODEL.md's
+    """Dense ops from 4 cores, with a fixed handover (waiter cost 0, docs/design/MODEL.md's
     first-order model): the line serves ~1/t ops per second, not 4x that."""
     rounds, ops = 300, 50
     _, wall = _run(4, rounds, ops, waiter_cost=0.0)
@@ -228,7 +228,7 @@ def test_a_cpus_loop_includes_its_waits():
 
 def test_line_throughput_falls_as_contenders_are_added():
     """Dense ops from k cores: the line serves about 1 / (t (1 + beta (k - 2))) ops/s, so
-    two cores get ~1/t and four markedly less (docs/MODEL.md phenomenon 3)."""
+    two cores get ~1/t and four markedly less (docs/design/MODEL.md phenomenon 3)."""
     def rate(k, rounds=400):
         cl = ContendedLines(Topology(QUAD), hit_s=HIT, waiter_cost=1.0)
         now = 0.0

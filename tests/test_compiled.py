@@ -1,17 +1,24 @@
 """The compiled hot path (setup.py: Cython over the plain .py modules) changes speed only.
 
-A build without a C compiler runs the same modules as plain Python, so the two
-must give the same numbers bit for bit: every arithmetic step in the same
-order, no fused multiply-adds (-ffp-contract=off), the same tables.
+setup.py compiles the modules in COMPILED from the same .py sources, typed by the
+.pxd files beside them. A build without a C compiler runs the same modules as
+plain Python, so the two must give the same numbers bit for bit: every arithmetic
+step in the same order, no fused multiply-adds (-ffp-contract=off), the same
+tables. A built extension is used only while it matches its sources: the build
+records their sha256 in compiled-sources.json beside it, and warmcore.models runs
+the .py instead of a stale one, saying so in one line (models/compiled.py).
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import json
 import os
+import shutil
 import subprocess
 import sys
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import pytest
@@ -59,7 +66,9 @@ def run_cli(args: list[str], pure: bool) -> str:
 
 
 needs_build = pytest.mark.skipif(not compiled_modules(),
-                                 reason="extensions not built (no C compiler at install)")
+                                 reason="extensions not built (no C compiler at install) "
+                                        "or stale (then test_no_built_extension_is_stale "
+                                        "fails)")
 
 
 @needs_build
@@ -119,3 +128,140 @@ def test_compiled_modules_are_typed_not_just_compiled(module):
     obj = cls.__new__(cls)
     with pytest.raises(TypeError):
         setattr(obj, attr, "not a number")
+
+
+# -- a stale extension is refused ---------------------------------------------------
+
+def test_no_built_extension_is_stale():
+    """Every extension beside the sources matches them; else the checks above would
+    skip, the compiled path untested. After editing a compiled module: pip install -e ."""
+    import warmcore.models
+
+    assert warmcore.models.STALE == {}, "rebuild the extensions: pip install -e ."
+
+
+def test_the_build_and_the_check_name_the_same_record():
+    import setup
+
+    from warmcore.models import compiled
+
+    assert setup.MANIFEST == compiled.MANIFEST
+    assert set(setup.source_digests("warmcore.models.cache")) == {
+        "cache.py", "cache.pxd", "coherence.pxd", "membus.pxd", "hardware.pxd"}
+
+
+def fake_build(folder: Path, sources=("mod.py", "mod.pxd")) -> Path:
+    """A folder as the build leaves it: mod.py, mod.pxd, an 'extension' beside them (the
+    check reads its size, never loads it) and the record of what it was built from."""
+    from warmcore.models.compiled import MANIFEST, digest
+
+    (folder / "mod.py").write_text("x = 1\n")
+    (folder / "mod.pxd").write_text("cdef int x\n")
+    ext = folder / f"mod{EXTENSION_SUFFIXES[0]}"
+    ext.write_bytes(b"\0" * 100)
+    (folder / MANIFEST).write_text(json.dumps({ext.name: {
+        "module": "pkg.mod", "size": 100,
+        "sources": {n: digest(folder / n) for n in sources}}}))
+    return ext
+
+
+def test_a_fresh_build_is_used(tmp_path):
+    from warmcore.models.compiled import stale
+
+    fake_build(tmp_path)
+    (tmp_path / "other.py").write_text("")        # no extension: nothing to check
+    assert stale(tmp_path) == {}
+
+
+def test_an_edited_source_makes_its_extension_stale_whatever_its_time(tmp_path):
+    from warmcore.models.compiled import stale
+
+    ext = fake_build(tmp_path)
+    src = tmp_path / "mod.py"
+    src.write_text("x = 2\n")
+    os.utime(src, (0, 0))                           # older than the build, as after a
+    assert stale(tmp_path) == {"mod": "mod.py changed"}   # git checkout of an old file
+    src.write_text("x = 1\n")
+    (tmp_path / "mod.pxd").write_text("cdef long x\n")
+    assert stale(tmp_path) == {"mod": "mod.pxd changed"}
+    (tmp_path / "mod.pxd").unlink()                 # an installed wheel has no .pxd
+    assert stale(tmp_path) == {}
+    ext.write_bytes(b"\0" * 99)
+    assert stale(tmp_path) == {"mod": "replaced after its build"}
+
+
+def test_an_extension_without_a_record_is_stale(tmp_path):
+    from warmcore.models.compiled import MANIFEST, stale
+
+    fake_build(tmp_path)
+    (tmp_path / MANIFEST).unlink()
+    assert stale(tmp_path) == {"mod": "no build record"}
+    (tmp_path / MANIFEST).write_text("{}")
+    assert stale(tmp_path) == {"mod": "no build record"}
+
+
+def test_the_build_regenerates_c_whose_sources_changed_by_content(tmp_path, monkeypatch):
+    """setup.py deletes a generated .c whose sources' digests differ from the record of
+    what it was generated from, so cythonize regenerates it even when the changed .py
+    is older than the .c."""
+    import setup
+
+    monkeypatch.setattr(setup, "ROOT", tmp_path)
+    monkeypatch.setattr(setup, "C_RECORD", tmp_path / "build" / "cython-sources.json")
+    monkeypatch.setattr(setup, "COMPILED", ("warmcore.models.mod",))
+    (tmp_path / "build").mkdir()
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "mod.py").write_text("x = 1\n")
+    (models / "mod.pxd").write_text("cdef int x\n")
+    c = models / "mod.c"
+    c.write_text("/* generated */")
+    record = setup.drop_outdated_c()        # no record yet: regenerate
+    assert not c.exists()
+    c.write_text("/* generated */")
+    setup.C_RECORD.write_text(json.dumps(record))
+    assert setup.drop_outdated_c() == record and c.exists()   # unchanged: kept
+    (models / "mod.py").write_text("x = 2\n")
+    os.utime(models / "mod.py", (0, 0))
+    setup.drop_outdated_c()
+    assert not c.exists()
+
+
+def installed_copy(dest: Path) -> Path:
+    """This checkout laid out as installed (the folders inside warmcore/), with its
+    built extensions and their record."""
+    site = dest / "site"
+    skip = shutil.ignore_patterns("__pycache__", "*.c")
+    shutil.copytree(ROOT / "warmcore", site / "warmcore", ignore=skip)
+    for folder in ("simcore", "models", "strategies", "calibration"):
+        shutil.copytree(ROOT / folder, site / "warmcore" / folder, ignore=skip)
+    return site
+
+
+LOADED = ("import sys, warmcore.cli; rc = warmcore.cli.main(sys.argv[1:]); "
+          "print(*sorted(m.__file__.rsplit('/', 1)[1] for n, m in sys.modules.items() "
+          "if n in {names!r}), file=sys.stderr); sys.exit(rc)")
+
+
+def run_copy(site: Path, cwd: Path) -> tuple[str, list[str]]:
+    code = LOADED.format(names=set(COMPILED))
+    p = subprocess.run([sys.executable, "-c", code, "run", "pipeline", "--requests", "300",
+                        "--json"], cwd=cwd, env=dict(os.environ, PYTHONPATH=str(site)),
+                       capture_output=True, text=True, check=True)
+    return p.stdout, p.stderr.splitlines()
+
+
+@needs_build
+def test_an_edited_compiled_module_runs_from_its_source_and_says_so(tmp_path):
+    site = installed_copy(tmp_path)
+    compiled_out, err = run_copy(site, tmp_path)
+    assert len(err) == 1 and not any(f.endswith(".py") for f in err[0].split())
+    src = site / "warmcore" / "models" / "cache.py"
+    src.write_text(src.read_text() + "# edited after the build\n")
+    plain_out, err = run_copy(site, tmp_path)
+    # the modules that cimport cache run as .py too: all four do
+    assert err == [
+        "warmcore: stale compiled modules (cache: cache.py changed); warmcore.models runs "
+        "its .py modules instead (same results, slower). Rebuild: pip install -e .",
+        "cache.py coherence.py hardware.py membus.py"]
+    assert plain_out == compiled_out

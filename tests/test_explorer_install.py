@@ -1,8 +1,11 @@
 """The explorer from an installed wheel, not only from a checkout: the app ships as
-warmcore/app.py and ``warmcore explore`` serves it on loopback."""
+warmcore/explorer/app.py, alone in its folder, and ``warmcore explore`` serves it on
+loopback; an editable install serves the checkout's app.py. Either way the folder
+``streamlit run`` puts first on sys.path holds no module of a standard name."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import socket
 import subprocess
@@ -34,17 +37,52 @@ def installed(tmp_path_factory) -> Path:
     wheel = build_wheel(tmp)
     site = tmp / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    app = site / "warmcore" / "app.py"
+    app = site / "warmcore" / "explorer" / "app.py"
     assert app.is_file() and not app.is_symlink()
     assert app.read_text() == (ROOT / "app.py").read_text()
+    assert not (site / "warmcore" / "app.py").exists()
     return site
+
+
+def shadowed(folder: Path) -> list[str]:
+    """The standard library's modules that ``folder``, first on sys.path, would stand in
+    for: whatever it holds under such a name (module, extension, package, even a bare
+    directory), as the path finder would find it there."""
+    return sorted(n for n in sys.stdlib_module_names
+                  if importlib.machinery.PathFinder.find_spec(n, [str(folder)]) is not None)
+
+
+def test_the_check_finds_what_the_old_layout_shadowed():
+    """The script used to sit in warmcore/ itself, whose trace.py hid the stdlib's."""
+    assert "trace" in shadowed(ROOT / "warmcore")
+
+
+def test_the_explorer_of_an_editable_install_shadows_no_standard_module():
+    from warmcore.cli import explorer_script
+
+    app = explorer_script()
+    assert app == ROOT / "app.py"          # the checkout's own, as it is edited
+    assert shadowed(app.parent) == []
+
+
+@pytest.mark.slow
+def test_the_installed_explorer_is_alone_in_its_folder(installed, tmp_path):
+    code = "from warmcore.cli import explorer_script; print(explorer_script())"
+    env = dict(os.environ, PYTHONPATH=str(installed))
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    app = installed / "warmcore" / "explorer" / "app.py"
+    assert out == str(app)
+    # nothing else in the folder: no standard or third-party name to stand in for
+    assert [p.name for p in app.parent.iterdir() if p.name != "__pycache__"] == ["app.py"]
+    assert shadowed(app.parent) == []
 
 
 @pytest.mark.slow
 def test_the_installed_app_runs(installed, tmp_path):
-    # As `streamlit run` does, the app's own folder (installed: the warmcore package)
-    # comes first on sys.path; the app takes it off so that warmcore/trace.py does not
-    # stand in for the stdlib's trace.
+    # As `streamlit run` does, the app's own folder comes first on sys.path: installed,
+    # warmcore/explorer/, which holds nothing that could stand in for the stdlib's trace
+    # (warmcore/trace.py did while the app sat in warmcore/).
     code = ("import os, sys; sys.path.insert(0, os.path.dirname(sys.argv[1])); "
             "import warmcore; from streamlit.testing.v1 import AppTest; "
             "at = AppTest.from_file(sys.argv[1], default_timeout=120).run(); "
@@ -55,7 +93,8 @@ def test_the_installed_app_runs(installed, tmp_path):
             "print(warmcore.__file__); "
             "print(','.join(d.value.index[0] for d in at.main.dataframe))")
     env = dict(os.environ, PYTHONPATH=str(installed))
-    out = subprocess.run([sys.executable, "-c", code, str(installed / "warmcore" / "app.py")],
+    app = installed / "warmcore" / "explorer" / "app.py"
+    out = subprocess.run([sys.executable, "-c", code, str(app)],
                          cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
     lines = out.stdout.split()
     assert lines[0] == str(installed / "warmcore" / "__init__.py")
@@ -105,7 +144,7 @@ def test_explore_serves_on_loopback_and_caps_uploads_in_the_server(monkeypatch, 
     monkeypatch.setattr(os, "execv", lambda exe, argv: calls.append(argv))
     assert main(["explore", "--port", "8765"]) == 0
     argv = calls[0]
-    assert argv[1:4] == ["-m", "streamlit", "run"] and argv[4].endswith("app.py")
+    assert argv[1:4] == ["-m", "streamlit", "run"] and argv[4] == str(ROOT / "app.py")
     flags = dict(zip(argv[5::2], argv[6::2], strict=True))
     assert flags["--server.address"] == "127.0.0.1" and flags["--server.port"] == "8765"
     assert flags["--server.headless"] == "true" and flags["--server.maxUploadSize"] == "1"

@@ -1,4 +1,4 @@
-"""perf stat parsers (issue 14 part 1): every format of MODEL.md, the real Jetty file,
+"""perf stat parsers (issue 14 part 1): every format of docs/design/MODEL.md, the real Jetty file,
 problems with line numbers, aliases, the ``perf-parse`` command, and a round trip.
 
 The samples keep perf's own column layout, so their lines are as long as perf makes them."""

@@ -1,4 +1,4 @@
-"""docs/MODEL.md's phenomena, on the built-in scenarios with their default parameters."""
+"""docs/design/MODEL.md's phenomena, on the built-in scenarios with their default parameters."""
 
 from __future__ import annotations
 

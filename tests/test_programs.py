@@ -1,6 +1,6 @@
 """Request programs: a request's handling as steps (compute, blocking call,
 acquire/release of a named semaphore), validated, run by every strategy; the pooled
-platform-thread executor; the `loom` scenario (docs/MODEL.md phenomenon 7)."""
+platform-thread executor; the `loom` scenario (docs/design/MODEL.md phenomenon 7)."""
 
 from __future__ import annotations
 

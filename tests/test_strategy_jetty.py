@@ -1,4 +1,5 @@
-"""The Jetty strategies (pc, pec, epc, adaptive) against what docs/STRATEGIES.md says they do.
+"""The Jetty strategies (pc, pec, epc, adaptive) against what docs/design/STRATEGIES.md says
+they do.
 
 Runs are small and mostly on the ideal machine with the strategies' own
 overheads (select_us, queue_us, thread_start_us) set to zero, so that what is

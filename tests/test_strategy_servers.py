@@ -308,7 +308,7 @@ def test_same_seed_gives_the_same_result(strategy):
     assert a == b
 
 
-# -- docs/MODEL.md phenomenon 5 on a real preset ----------------------------------------------
+# -- docs/design/MODEL.md phenomenon 5 on a real preset -----------------------------------
 
 
 def _hardware_available() -> bool:

@@ -1,4 +1,4 @@
-"""docs/MODEL.md phenomenon 4, every part: a many-thread chip loses on one job, slows down
+"""docs/design/MODEL.md phenomenon 4, every part: a many-thread chip loses on one job, slows down
 as its hardware threads fill, and wins widely on many jobs (with fluid SMT rates:
 a job's pace follows how many siblings share its core while it runs)."""
 

@@ -17,21 +17,24 @@ the engine, SimPy or SciPy.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
-# In a source checkout, Python started at the repository's top finds this folder
-# before the installed package; the folders that pyproject maps into the namespace
-# (simcore/, models/, strategies/, calibration/, app.py) then live beside it, not in
-# it. Searching the checkout's top as well finds them, so ``import warmcore`` works
-# there as it does installed (then running the checkout's own sources).
-_here = Path(__file__).resolve().parent
-if not (_here / "simcore").is_dir() and (_here.parent / "simcore" / "kernel.py").is_file():
-    __path__.append(str(_here.parent))
+# pyproject's package-dir installs the source folders (simcore/, models/,
+# strategies/, calibration/) under this package: a wheel puts them inside it, an
+# editable install maps the checkout's own folders in through setuptools' finder.
+# A checkout's warmcore/ found on sys.path without that install (Python started at
+# the checkout's top while warmcore is installed from a wheel, or not at all) holds
+# only the orchestration: say so here instead of failing at the first import below.
+if importlib.util.find_spec(f"{__name__}.simcore") is None:
+    raise ImportError(
+        f"warmcore: {__path__[0]} is a source checkout's package folder without the "
+        "folders an install maps into it; install the checkout (pip install -e .) or "
+        "run from outside it", name=__name__)
 
 try:
     __version__ = version("warmcore")
-except PackageNotFoundError:        # a source tree that was never installed
+except PackageNotFoundError:        # files put on sys.path without their metadata
     __version__ = "0+unknown"
 
 _EXPORTS = {

@@ -260,18 +260,39 @@ def cmd_sweep_report(args) -> int:
     return 0
 
 
-def cmd_explore(args) -> int:
-    """``streamlit run`` on the installed app (warmcore/app.py), loopback only, headless."""
-    import importlib.util
+def explorer_script():
+    """The explorer's Streamlit script, a Path (None if missing).
+
+    ``streamlit run`` puts the script's folder first on sys.path. The wheel therefore
+    ships the script alone in a folder of its own, warmcore/explorer/app.py (setup.py's
+    build_py copies the checkout's app.py there), where nothing can stand in for a
+    standard or third-party module, as warmcore/trace.py did for the stdlib's trace
+    while the script sat in warmcore/. An editable install has no copy: it runs the
+    checkout's own app.py, at the checkout's top."""
     from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    shipped = here / "explorer" / "app.py"
+    if shipped.is_file():
+        return shipped
+    checkout = here.parent
+    if (checkout / "app.py").is_file() and (checkout / "pyproject.toml").is_file():
+        return checkout / "app.py"
+    return None
+
+
+def cmd_explore(args) -> int:
+    """``streamlit run`` on the explorer (explorer_script), loopback only, headless."""
+    import importlib.util
 
     if importlib.util.find_spec("streamlit") is None:
         raise UsageError("explore: Streamlit is not installed; pip install 'warmcore[app]'")
     if not 0 < args.port < 65536:
         raise UsageError(f"--port: {args.port} is not a TCP port")
-    app = Path(__file__).resolve().parent / "app.py"
-    if not app.is_file():
-        raise UsageError(f"explore: the app is missing ({app})")
+    app = explorer_script()
+    if app is None:
+        raise UsageError("explore: the app is missing (neither warmcore/explorer/app.py nor "
+                         "a checkout's app.py); reinstall warmcore")
     print(f"warmcore explorer: http://127.0.0.1:{args.port}/  (Ctrl-C stops it)", flush=True)
     cmd = [sys.executable, "-m", "streamlit", "run", str(app),
            "--server.address", "127.0.0.1", "--server.port", str(args.port),
