@@ -23,7 +23,7 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"warmcore"}
-    for expected in ("warmcore/__init__.py", "warmcore/api.py", "warmcore/simcore/kernel.py",
+    for expected in ("warmcore/__init__.py", "warmcore/api.py", "warmcore/simcore/kernel/__init__.py",
                      "warmcore/models/cache.py", "warmcore/strategies/pc.py",
                      "warmcore/calibration/__init__.py",
                      "warmcore/simcore/scenarios/pipeline.toml",
@@ -55,7 +55,7 @@ def test_the_editable_install_imports_this_checkouts_sources(where, tmp_path):
     p = _imported(FILES, ROOT if where == "top" else tmp_path)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == [str(ROOT / "warmcore" / "__init__.py"),
-                                str(ROOT / "simcore" / "kernel.py"),
+                                str(ROOT / "simcore" / "kernel" / "__init__.py"),
                                 str(ROOT / "models" / "smt.py"),
                                 str(ROOT / "calibration" / "__init__.py")], (
         "not this checkout's sources: run the tests after pip install -e '.[test]' here")
