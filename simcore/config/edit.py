@@ -1,4 +1,4 @@
-"""The one way a scenario changes: ``edit``. The command line (``load``: a file, its
+"""The one way a scenario changes: ``edit_scenario``. The command line (``load``: a file, its
 ``--set`` options and the run flags), the API (``Scenario.load``, ``set``, ``with_``,
 ``edit``) and the explorer's form all call it, so a change means the same wherever
 it is made.
@@ -47,7 +47,7 @@ KIND_KEEPS = ("kind", *ServiceShape.model_fields)
 OPEN_LOOP_LOAD = 0.5
 
 
-def edit(base: Scenario | Mapping, changes: Changes | None = None, *,
+def edit_scenario(base: Scenario | Mapping, changes: Changes | None = None, *,
          strategy: str | None = None, seed: int | None = None, requests: int | None = None,
          duration_s: float | None = None, keep: Sequence[str] = ()) -> Scenario:
     """``base`` (a Scenario, or a scenario's raw data) with ``changes`` ({dotted.path:
@@ -81,7 +81,7 @@ def load(name_or_path: str, sets: Sequence[str] = (), **run_overrides) -> Scenar
     flags = {k: run_overrides.pop(k, None) for k in ("strategy", "seed", "requests",
                                                      "duration_s")}
     pairs += [(f"run.{k}", v) for k, v in run_overrides.items() if v is not None]
-    return edit(read_scenario_dict(name_or_path), pairs, **flags)
+    return edit_scenario(read_scenario_dict(name_or_path), pairs, **flags)
 
 
 def changed_owners(base: Scenario, changes: Changes) -> list[str]:

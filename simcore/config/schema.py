@@ -478,12 +478,13 @@ class Scenario(Strict):
     def load(cls, source: str | Path | dict | Scenario, sets: Sequence[str] = ()) -> Scenario:
         """A built-in scenario name, a TOML file, a dict or a Scenario, then ``--set``
         style overrides (``"machine.cores=4"``), validated."""
-        from warmcore.simcore.config.edit import edit, parse_set
+        from warmcore.simcore.config.edit import edit_scenario, parse_set
         from warmcore.simcore.config.files import read_scenario_dict
 
         if not isinstance(source, Scenario | dict):
             source = read_scenario_dict(str(source))
-        return edit(source, [(".".join(keys), value) for keys, value in map(parse_set, sets)])
+        return edit_scenario(source, [(".".join(keys), value)
+                                      for keys, value in map(parse_set, sets)])
 
     @classmethod
     def from_toml(cls, text: str | bytes) -> Scenario:
@@ -512,9 +513,9 @@ class Scenario(Strict):
         preset, the governor, the strategy or the workload kind resets what belongs to
         it (simcore.config.edit.OWNED; a strategy's tunables named in ``keep`` carry
         over), and what the same edit gives for it stays."""
-        from warmcore.simcore.config.edit import edit
+        from warmcore.simcore.config.edit import edit_scenario
 
-        return edit(self, changes, strategy=strategy, seed=seed, requests=requests,
+        return edit_scenario(self, changes, strategy=strategy, seed=seed, requests=requests,
                     duration_s=duration_s, keep=keep)
 
     with_ = edit
