@@ -84,6 +84,16 @@ def test_an_open_loop_gets_the_old_rate_or_half_a_cpu_at_the_mean_service_time()
     assert new.workload.rate_per_s == round(0.5e6 / 12.0, 1)     # the new service time
 
 
+@pytest.mark.parametrize("service_us, field", [("x", "workload.service_us"),
+                                               (0, "workload.service_us"),
+                                               (float("inf"), "workload.service_us")])
+def test_an_open_loops_rate_from_a_bad_service_time_leaves_validation_to_name_it(
+        service_us, field):
+    with pytest.raises(ConfigError) as e:
+        pipeline().edit({"workload.kind": "open", "workload.service_us": service_us})
+    assert e.value.field == field
+
+
 def test_none_puts_a_setting_back_to_its_default():
     sc = pipeline().edit({"machine.cores": 2, "machine.governor": "performance",
                           "strategy.params.select_us": 5.0})

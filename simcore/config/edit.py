@@ -1,7 +1,7 @@
-"""The one way a scenario changes: ``edit_scenario``. The command line (``load``: a file, its
-``--set`` options and the run flags), the API (``Scenario.load``, ``set``, ``with_``,
-``edit``) and the explorer's form all call it, so a change means the same wherever
-it is made.
+"""The one way a scenario changes: ``edit_scenario``. The command line (``load``: a
+file, its ``--set`` options and the run flags), the API (``Scenario.load``, ``set``,
+``with_``, ``edit``) and the explorer's form all call it, so a change means the same
+wherever it is made.
 
 A change is a dotted path and a value; None puts the setting back to its default.
 Some settings own others, which belong to them and mean nothing to another choice
@@ -48,8 +48,9 @@ OPEN_LOOP_LOAD = 0.5
 
 
 def edit_scenario(base: Scenario | Mapping, changes: Changes | None = None, *,
-         strategy: str | None = None, seed: int | None = None, requests: int | None = None,
-         duration_s: float | None = None, keep: Sequence[str] = ()) -> Scenario:
+                  strategy: str | None = None, seed: int | None = None,
+                  requests: int | None = None, duration_s: float | None = None,
+                  keep: Sequence[str] = ()) -> Scenario:
     """``base`` (a Scenario, or a scenario's raw data) with ``changes`` ({dotted.path:
     value}, or (path, value) pairs applied in order), validated: a new Scenario.
 
@@ -65,9 +66,8 @@ def edit_scenario(base: Scenario | Mapping, changes: Changes | None = None, *,
     if seed is not None:
         given.append((["seed"], seed))
     after = _applied(data, given)
-    for owner in OWNED:
-        if _owner_value(after, owner) != _owner_value(data, owner):
-            _reset(data, owner, after, keep)
+    for owner in _changed(data, after):
+        _reset(data, owner, after, keep)
     for keys, value in given:           # after the resets: what the edit gives stays
         set_path(data, keys, value)
     set_run_limit(data, requests=requests, duration_s=duration_s)
@@ -87,8 +87,8 @@ def load(name_or_path: str, sets: Sequence[str] = (), **run_overrides) -> Scenar
 def changed_owners(base: Scenario, changes: Changes) -> list[str]:
     """The owners (OWNED) whose value ``changes`` would change in ``base``."""
     data = base.to_data()
-    after = _applied(data, [(path.split("."), value) for path, value in _pairs(changes)])
-    return [o for o in OWNED if _owner_value(after, o) != _owner_value(data, o)]
+    return _changed(data, _applied(data, [(path.split("."), value)
+                                          for path, value in _pairs(changes)]))
 
 
 def resets(owners: Iterable[str], path: str) -> bool:
@@ -116,6 +116,11 @@ def _applied(data: dict, given: list) -> dict:
     for keys, value in given:
         set_path(after, keys, copy.deepcopy(value))
     return after
+
+
+def _changed(before: Mapping, after: Mapping) -> list[str]:
+    """The owners whose value differs between two versions of a scenario's data."""
+    return [o for o in OWNED if _owner_value(after, o) != _owner_value(before, o)]
 
 
 def _owner_value(data: Mapping, owner: str):
@@ -158,11 +163,18 @@ def _switch_kind(data: dict, after: dict) -> None:
     kind = new.get("kind")
     data["workload"] = {"kind": kind,
                         **{k: v for k, v in old.items() if k in ServiceShape.model_fields}}
-    if kind == "open":
-        rate = old.get("rate_per_s", _default_rate(old.get("kind")))
-        service_us = new.get("service_us", ServiceShape.model_fields["service_us"].default)
-        data["workload"]["rate_per_s"] = float(rate) if rate else \
-            round(OPEN_LOOP_LOAD * 1e6 / service_us, 1)
+    if kind != "open":
+        return
+    rate = old.get("rate_per_s", _default_rate(old.get("kind")))
+    service_us = new.get("service_us", ServiceShape.model_fields["service_us"].default)
+    if _positive(rate):
+        data["workload"]["rate_per_s"] = float(rate)
+    elif _positive(service_us):         # else validation names the service time
+        data["workload"]["rate_per_s"] = round(OPEN_LOOP_LOAD * 1e6 / service_us, 1)
+
+
+def _positive(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and x > 0
 
 
 def _default_rate(kind) -> float | None:
