@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import types
 from pathlib import Path
+from runpy import run_path
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, \
@@ -137,22 +138,20 @@ CHANGE = {"machine.preset": "epyc-zen3", "workload.kind": "closed", "workload.se
 OWNERS = ("machine.preset", "machine.governor", "strategy.name", "workload.kind")
 
 
-def _explorer_apply(sc: Scenario, changes: dict, *, main: str, seed: int,
+def _explorer_apply(monkeypatch, sc: Scenario, changes: dict, *, main: str, seed: int,
                     requests: int) -> Scenario:
-    """app.apply on ``sc`` as the form submits it (a fake session, no Streamlit run)."""
-    app = pytest.importorskip("warmcore.app")
+    """app.py's apply on ``sc`` as the form submits it (app.py loaded as the script it
+    is, with a fake session instead of a Streamlit run)."""
+    pytest.importorskip("streamlit")
+    apply = run_path(str(ROOT / "app.py"), run_name="explorer")["apply"]
     state = types.SimpleNamespace(error=None, toml=sc.to_toml(), strategies=[], gen=0)
-    fake_st = types.SimpleNamespace(session_state=state, rerun=lambda: None)
+    monkeypatch.setitem(apply.__globals__, "st",
+                        types.SimpleNamespace(session_state=state, rerun=lambda: None))
     params = {p.path: p for p in warmcore.parameters(sc)}
     values = {path: (params[path], v) for path, v in changes.items() if path not in OWNERS}
-    orig = app.st
-    app.st = fake_st
-    try:
-        app.apply(sc, values, preset=changes.get("machine.preset", sc.machine.preset),
-                  governor=sc.machine.governor, chosen=[main], main=main, seed=seed,
-                  requests=requests, kind=changes.get("workload.kind"))
-    finally:
-        app.st = orig
+    apply(sc, values, preset=changes.get("machine.preset", sc.machine.preset),
+          governor=sc.machine.governor, chosen=[main], main=main, seed=seed,
+          requests=requests, kind=changes.get("workload.kind"))
     assert state.error is None, state.error
     return Scenario.from_toml(state.toml)
 
@@ -171,21 +170,21 @@ def test_command_line_api_and_explorer_edit_through_one_function(monkeypatch):
     assert len(calls) == 1
     api = pipeline().edit(CHANGE, strategy="pec", seed=3, requests=500)
     assert len(calls) == 3                 # Scenario.load, then edit
-    explorer = _explorer_apply(pipeline(), {**CHANGE, "strategy.name": "pec"}, main="pec",
-                               seed=3, requests=500)
+    explorer = _explorer_apply(monkeypatch, pipeline(), {**CHANGE, "strategy.name": "pec"},
+                               main="pec", seed=3, requests=500)
     assert len(calls) == 5 and calls[-1]["workload.service_us"] == 12.0
     assert cli == api == explorer
     assert explorer.workload.kind == "closed" and explorer.machine.preset == "epyc-zen3"
 
 
-def test_the_explorer_drops_controls_drawn_for_the_preset_it_leaves():
+def test_the_explorer_drops_controls_drawn_for_the_preset_it_leaves(monkeypatch):
     sc = pipeline()
-    new = _explorer_apply(sc, {"machine.preset": "epyc-zen3",
-                               "machine.overrides.l2_kib": 1024.0}, main="pc", seed=1,
-                          requests=500)
+    new = _explorer_apply(monkeypatch, sc, {"machine.preset": "epyc-zen3",
+                                            "machine.overrides.l2_kib": 1024.0},
+                          main="pc", seed=1, requests=500)
     assert new.machine.preset == "epyc-zen3" and new.machine.overrides == {}
-    kept = _explorer_apply(sc, {"machine.overrides.l2_kib": 1024.0}, main="pc", seed=1,
-                           requests=500)
+    kept = _explorer_apply(monkeypatch, sc, {"machine.overrides.l2_kib": 1024.0}, main="pc",
+                           seed=1, requests=500)
     assert kept.machine.overrides == {"l2_kib": 1024.0}
 
 
