@@ -104,8 +104,8 @@ class Measurement(Strict):
     def _known_figures(self):
         for k in self.figures:
             if k in RENAMED:
-                raise ValueError(f"figures.{k}: renamed {RENAMED[k]}, as in warmcore's "
-                                 "results")
+                raise ConfigError(f"figures.{k}", f"renamed {RENAMED[k]}, as in warmcore's "
+                                                  "results")
             if k not in FIGURES:
                 raise ConfigError(f"figures.{k}", f"not a figure warmcore fits (known: "
                                                   f"{', '.join(FIGURES)})")
