@@ -285,6 +285,25 @@ def test_one_translator_reads_pydantics_errors():
     assert readers == ["simcore/config/errors.py"]
 
 
+def test_no_validator_writes_its_field_into_a_value_errors_text():
+    """A validator that blames a field raises ConfigError(field, reason): a ValueError
+    "field: reason" would reach the user as one reason at the table's path."""
+    import ast
+    import re
+
+    blamed = re.compile(r"""raise ValueError\(\s*f?["'][\w.{}\[\]]+: """)
+    found = []
+    for folder in ("simcore", "models", "strategies", "warmcore", "calibration"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            text = path.read_text()
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, ast.FunctionDef) and any(
+                        "validator" in ast.unparse(d) for d in node.decorator_list):
+                    found += [f"{path.relative_to(ROOT)}:{node.name}"
+                              for m in blamed.finditer(ast.get_source_segment(text, node))]
+    assert found == []
+
+
 def test_models_name_fields_of_their_own_table():
     """A preset, a governor and a machine name their own fields; build_machine puts
     them where a scenario holds them."""
