@@ -20,7 +20,7 @@ import streamlit as st
 
 import warmcore
 from warmcore.registry import strategies as all_strategies
-from warmcore.simcore.config import WORKLOAD_KINDS, ServiceShape
+from warmcore.simcore.config import WORKLOAD_KINDS, changed_owners, resets
 # the job manager, the tables and charts: layer 4, tested without Streamlit
 from warmcore import jobs
 from warmcore.explorer_charts import breakdown_chart, curve_charts, timeline_chart
@@ -339,31 +339,17 @@ def sidebar(sc: warmcore.Scenario) -> None:
               seed=int(seed), requests=int(requests), kind=kind)
 
 
-def workload_of_kind(workload, kind: str, changes: dict | None = None) -> dict:
-    """A workload table of another ``kind``: the service demand kept (distribution,
-    mean, cv, serial), the kind's own fields at their defaults. An open loop needs a
-    rate: the old workload's if it had one, else half of what one CPU serves at the
-    mean service time (0.5 / service_us). ``changes``: service fields set with it."""
-    shape = {k: getattr(workload, k) for k in ServiceShape.model_fields
-             if getattr(workload, k) is not None}
-    new = {"kind": kind, **shape, **(changes or {})}
-    if kind == "open":
-        rate = getattr(workload, "rate_per_s", None)
-        new["rate_per_s"] = float(rate) if rate else round(0.5e6 / new["service_us"], 1)
-    return new
-
-
 def apply(sc, values, *, preset, governor, chosen, main, seed, requests, kind=None) -> None:
-    """The form's values as a new scenario; a bad value shows one line, setup kept."""
-    changes = {}
-    if kind is not None and kind != sc.workload.kind:   # the old kind's fields do not apply
-        shape = {}
-        for path in [k for k in values if k.startswith("workload.")]:
-            p, v = values.pop(path)
-            if path.removeprefix("workload.") in ServiceShape.model_fields and v != p.value:
-                shape[path.removeprefix("workload.")] = v
-        changes["workload"] = workload_of_kind(sc.workload, kind, shape)
+    """The form's values as a new scenario, through the edit path the command line and
+    the API use (``Scenario.edit``: another preset, governor, strategy or workload kind
+    resets what belongs to it); a bad value shows one line, setup kept."""
+    owners = {"machine.preset": preset, "machine.governor": governor, "strategy.name": main,
+              "workload.kind": sc.workload.kind if kind is None else kind}
+    changed = changed_owners(sc, owners)
+    changes = {k: owners[k] for k in changed}
     for path, (p, v) in values.items():
+        if resets(changed, path):           # drawn for the old preset, strategy or kind
+            continue
         if p.type in LIST_TYPES:             # text: unchanged, or parsed as TOML
             if v.strip() == inline_toml(p.value):
                 continue
@@ -377,40 +363,11 @@ def apply(sc, values, *, preset, governor, chosen, main, seed, requests, kind=No
                 continue
         if v != p.value:
             changes[path] = v
-    overrides = {k: v for k, v in changes.items() if k.startswith("machine.overrides.")}
-    changes = {k: v for k, v in changes.items() if k not in overrides}
-    if preset != sc.machine.preset:       # another machine: its own parameters and governor
-        changes = {k: v for k, v in changes.items()
-                   if not k.startswith("machine.governor_params.")}
-        changes["machine.preset"] = preset
-        changes["machine.overrides"] = {}
-    elif overrides:
-        data = dict(sc.machine.overrides)
-        for k, v in overrides.items():
-            keys = k.removeprefix("machine.overrides.").split(".")
-            if len(keys) == 2:
-                data[keys[0]] = {**data.get(keys[0], {}), keys[1]: v}
-            else:
-                data[keys[0]] = v
-        changes["machine.overrides"] = data
-    if governor != sc.machine.governor:
-        changes["machine.governor"] = governor
-        changes["machine.governor_params"] = {}
-    if main != sc.strategy.name:
-        changes = {k: v for k, v in changes.items() if not k.startswith("strategy.params.")}
     if not chosen:
         st.session_state.error = "strategies: pick at least one strategy to compare"
         return
     try:
-        new = sc.with_({k: v for k, v in changes.items() if v is not None or
-                        not k.startswith("machine.governor")},
-                       strategy=main if main != sc.strategy.name else None,
-                       seed=seed, requests=requests)
-        for path, v in changes.items():      # an unset optional goes back to the default
-            if v is None and path.count(".") == 1 and path.startswith("machine."):
-                data = new.to_data()
-                data["machine"].pop(path.split(".")[1], None)
-                new = warmcore.Scenario.load(data)
+        new = sc.edit(changes, seed=seed, requests=requests)
         warmcore.check(new)                  # the machine and tunables too: setup kept
     except (warmcore.ConfigError, ValueError, KeyError) as e:
         st.session_state.error = one_line(e)

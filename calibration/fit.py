@@ -104,11 +104,11 @@ class Measurement(Strict):
     def _known_figures(self):
         for k in self.figures:
             if k in RENAMED:
-                raise ValueError(f"figures.{k}: renamed {RENAMED[k]}, as in warmcore's "
-                                 "results")
+                raise ConfigError(f"figures.{k}", f"renamed {RENAMED[k]}, as in warmcore's "
+                                                  "results")
             if k not in FIGURES:
-                raise ValueError(f"figures.{k}: not a figure warmcore fits (known: "
-                                 f"{', '.join(FIGURES)})")
+                raise ConfigError(f"figures.{k}", f"not a figure warmcore fits (known: "
+                                                  f"{', '.join(FIGURES)})")
         return self
 
     def scenario_obj(self, base_dir: str) -> warmcore.Scenario:
@@ -145,9 +145,9 @@ class FitParam(Strict):
     @model_validator(mode="after")
     def _bounds(self):
         if not self.lo < self.hi:
-            raise ValueError(f"lo: {self.lo} is not below hi {self.hi}")
+            raise ConfigError("lo", f"{self.lo} is not below hi {self.hi}")
         if self.log and self.lo <= 0:
-            raise ValueError("lo: a log-scale parameter needs lo > 0")
+            raise ConfigError("lo", "a log-scale parameter needs lo > 0")
         return self
 
 

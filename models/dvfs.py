@@ -44,6 +44,8 @@ from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from warmcore.simcore.config import ConfigError, config_error
+
 __all__ = [
     "GOVERNORS",
     "IOWAIT_BOOST_MIN",
@@ -103,9 +105,8 @@ def frequency_domains(preset) -> list[list[int]]:
     if preset.freq_domain == "package":
         return [[cpu for cpu, k in enumerate(socket) if k == s]
                 for s in range(preset.sockets)]
-    raise ValueError(
-        f"freq_domain: {preset.freq_domain!r} is not a frequency domain kind "
-        "(expected 'core' or 'package')")
+    raise ConfigError("freq_domain", f"{preset.freq_domain!r} is not a frequency domain kind "
+                                     "(expected 'core' or 'package')")
 
 
 # --------------------------------------------------------------------------
@@ -165,7 +166,7 @@ class Pelt:
 
 def _number(gov: str, key: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise ValueError(f"params.{key}: {value!r} is not a finite number ({gov} governor)")
+        raise ConfigError(key, f"{value!r} is not a finite number ({gov} governor)")
     return float(value)
 
 
@@ -212,8 +213,8 @@ class ConservativeTunables(DbsTunables):
     @model_validator(mode="after")
     def _down_below_up(self):
         if not self.down_threshold < self.up_threshold:
-            raise ValueError(f"down_threshold: {self.down_threshold} must be below "
-                             f"up_threshold ({self.up_threshold})")
+            raise ConfigError("down_threshold", f"{self.down_threshold} must be below "
+                                                f"up_threshold ({self.up_threshold})")
         return self
 
 
@@ -247,21 +248,15 @@ class Governor:
 
     def _check(self, params: dict | None) -> dict:
         """The tunables, validated by the governor's pydantic model (``Tunables``):
-        ValueError("params.KEY: reason") names the first bad one."""
+        a ConfigError naming the first bad one (``params.KEY``), in the kernel's words
+        (pydantic's "less than or equal to 100")."""
         try:
             return self.Tunables.model_validate(params or {}).model_dump()
         except ValidationError as e:
-            err = e.errors()[0]
-            key = ".".join(str(x) for x in err["loc"])
-            msg = err["msg"]
-            if msg.startswith("Value error, "):
-                key, _, msg = msg[len("Value error, "):].partition(": ")
-            elif err["type"] == "extra_forbidden":
-                valid = ", ".join(sorted(self.tunables)) or "none"
-                msg = f"not a tunable of the {self.name} governor (valid: {valid})"
-            else:
-                msg = f"{msg} (got {err['input']!r}, {self.name} governor)"
-            raise ValueError(f"params.{key}: {msg}") from None
+            valid = ", ".join(sorted(self.tunables)) or "none"
+            raise config_error(e, prefix="params", plain=False, note=f"{self.name} governor",
+                               unknown=f"not a tunable of the {self.name} governor "
+                                       f"(valid: {valid})") from None
 
     # Snapping, as cpufreq_frequency_table_target() does.
     def _clamp(self, khz: float) -> float:
@@ -313,12 +308,12 @@ class Userspace(Governor):
     def __init__(self, preset, ghz: float | None, params: dict | None = None):
         super().__init__(preset, params)
         if ghz is None:
-            raise ValueError("userspace_ghz: required by the userspace governor")
+            raise ConfigError("userspace_ghz", "required by the userspace governor")
         ghz = _number(self.name, "userspace_ghz", ghz)
         lo, hi = self.table_ghz[0], self.table_ghz[-1]
         if not lo - 1e-9 <= ghz <= hi + 1e-9:
-            raise ValueError(
-                f"userspace_ghz: {ghz} is outside the preset's frequency range {lo}..{hi} GHz")
+            raise ConfigError("userspace_ghz",
+                              f"{ghz} is outside the preset's frequency range {lo}..{hi} GHz")
         self.ghz = self.relation_l(_khz(ghz)) / 1e6
 
     def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False):
@@ -468,12 +463,13 @@ def make_governor(name: str, preset, params: dict | None = None,
     """One governor instance (for one frequency domain)."""
     cls = GOVERNORS.get(name)
     if cls is None:
-        raise ValueError(
-            f"governor: unknown governor {name!r} (known: {', '.join(sorted(GOVERNORS))})")
+        raise ConfigError(
+            "governor", f"unknown governor {name!r} (known: {', '.join(sorted(GOVERNORS))})")
     if cls is Userspace:
         return Userspace(preset, userspace_ghz, params)
     if userspace_ghz is not None:
-        raise ValueError(f"userspace_ghz: only meaningful with the userspace governor, not {name}")
+        raise ConfigError("userspace_ghz",
+                          f"only meaningful with the userspace governor, not {name}")
     return cls(preset, params)
 
 
@@ -509,7 +505,7 @@ class DvfsController:
         self.domains = [list(d) for d in domains]
         cpus = sorted(c for d in self.domains for c in d)
         if not cpus or cpus != list(range(len(cpus))) or any(not d for d in self.domains):
-            raise ValueError("domains: must be non-empty lists partitioning CPUs 0..n-1")
+            raise ConfigError("domains", "must be non-empty lists partitioning CPUs 0..n-1")
         self.n_cpus = len(cpus)
         self.governors = [make_governor(governor, preset, params, userspace_ghz)
                           for _ in self.domains]

@@ -76,6 +76,7 @@ from warmcore.models.membus import FluidBus, MemoryBus
 from warmcore.models.presets import nominal_ips
 from warmcore.models.smt import speed_table
 from warmcore.models.syscalls import SyscallCosts
+from warmcore.simcore.config import ConfigError
 
 # execute's rate-independent parts of a segment, per CPU (cost_now re-rates them):
 # compute cycles of a lone thread, cache-hit cycles / MLP, DRAM seconds / MLP,
@@ -122,9 +123,12 @@ def _make_controller(preset, governor, userspace_ghz, governor_params):
         from warmcore.models.dvfs import DvfsController, frequency_domains
     except ImportError:
         return None
-    return DvfsController(preset, governor or preset.default_governor,
-                          frequency_domains(preset), userspace_ghz=userspace_ghz,
-                          params=governor_params)
+    try:
+        return DvfsController(preset, governor or preset.default_governor,
+                              frequency_domains(preset), userspace_ghz=userspace_ghz,
+                              params=governor_params)
+    except ConfigError as e:        # the controller's params are the machine's governor_params
+        raise e.under("", {"params": "governor_params"}) from None
 
 
 def _make_meter(preset, n_cpus):
@@ -156,7 +160,8 @@ class HardwareMachine:
         if effects:
             unknown = set(effects) - set(EFFECTS)
             if unknown:
-                raise ValueError(f"unknown effects {sorted(unknown)}; known: {', '.join(EFFECTS)}")
+                raise ConfigError("effects", f"unknown effects {sorted(unknown)}; known: "
+                                             f"{', '.join(EFFECTS)}")
             eff.update({k: bool(v) for k, v in effects.items()})
         self.preset = p = preset
         self.effects = eff

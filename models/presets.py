@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from warmcore.simcore.config import over_cap
+from warmcore.simcore.config import ConfigError, config_error, over_cap
 
 MAX_CPUS = 1024   # beyond this a run would take minutes per thousand requests
 # One documented cap for the many numeric knobs of a preset (sizes in KiB/MiB,
@@ -104,7 +104,7 @@ class PresetExtra(BaseModel):
     @model_validator(mode="after")
     def _capped(self):
         if (err := over_cap(self, PRESET_CAPS)) is not None:
-            raise ValueError(err)
+            raise err
         return self
 
 
@@ -185,24 +185,24 @@ class Preset(BaseModel):
     @model_validator(mode="after")
     def _consistent(self):
         if not self.pstates_ghz or list(self.pstates_ghz) != sorted(self.pstates_ghz):
-            raise ValueError(f"pstates_ghz: must be positive and ascending "
-                             f"(got {list(self.pstates_ghz)})")
+            raise ConfigError("pstates_ghz", f"must be positive and ascending "
+                                             f"(got {list(self.pstates_ghz)})")
         if len(self.smt_throughput) != self.threads_per_core or self.smt_throughput[0] != 1.0:
-            raise ValueError(f"smt_throughput: needs one total per busy thread count "
-                             f"1..{self.threads_per_core}, starting at 1.0 "
-                             f"(got {list(self.smt_throughput)})")
+            raise ConfigError("smt_throughput", f"needs one total per busy thread count "
+                                                f"1..{self.threads_per_core}, starting at 1.0 "
+                                                f"(got {list(self.smt_throughput)})")
         if self.v_min > self.v_max:
-            raise ValueError(f"v_min: {self.v_min} is above v_max {self.v_max}")
+            raise ConfigError("v_min", f"{self.v_min} is above v_max {self.v_max}")
         if self.llc_domains_per_socket > self.cores_per_socket:
-            raise ValueError(f"llc_domains_per_socket: {self.llc_domains_per_socket} LLC "
-                             f"domains for {self.cores_per_socket} cores")
+            raise ConfigError("llc_domains_per_socket", f"{self.llc_domains_per_socket} "
+                              f"LLC domains for {self.cores_per_socket} cores")
         if self.n_cpus > MAX_CPUS:
-            raise ValueError(f"cores_per_socket: {self.sockets} sockets x "
-                             f"{self.cores_per_socket} cores x {self.threads_per_core} threads "
-                             f"= {self.n_cpus} CPUs, more than warmcore simulates "
-                             f"(at most {MAX_CPUS})")
+            raise ConfigError("cores_per_socket", f"{self.sockets} sockets x "
+                              f"{self.cores_per_socket} cores x {self.threads_per_core} threads "
+                              f"= {self.n_cpus} CPUs, more than warmcore simulates "
+                              f"(at most {MAX_CPUS})")
         if (err := over_cap(self, PRESET_CAPS)) is not None:
-            raise ValueError(err)
+            raise err
         return self
 
     @property
@@ -627,7 +627,7 @@ def check_preset(p: Preset) -> None:
 
 def with_overrides(preset: Preset, **changes) -> Preset:
     """A new, validated preset with ``changes`` (lists become tuples, ``extra`` a
-    PresetExtra); pydantic's ValidationError names the field if one is impossible."""
+    PresetExtra); a ConfigError naming the preset's field if one is impossible."""
     data = preset.model_dump()
     for key, value in changes.items():
         if isinstance(value, list):
@@ -635,4 +635,8 @@ def with_overrides(preset: Preset, **changes) -> Preset:
         if key == "extra" and isinstance(value, dict):
             value = {**data["extra"], **value}
         data[key] = value
-    return Preset.model_validate(data)
+    try:
+        return Preset.model_validate(data)
+    except ValidationError as e:
+        # a list's field, not its position: P-states and SMT curves are set whole
+        raise config_error(e, unknown="not a preset parameter", indices=False) from None

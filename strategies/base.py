@@ -61,7 +61,7 @@ class StrategyParams(BaseModel):
     @model_validator(mode="after")
     def _capped(self):
         if (err := over_cap(self, self.GENERIC_CAPS)) is not None:
-            raise ValueError(err)
+            raise err
         return self
 
 
@@ -90,7 +90,8 @@ class Strategy:
     @classmethod
     def validate_params(cls, params: dict):
         """The strategy's tunables validated (its ``Params``), or a ConfigError naming
-        the field, the reason and the strategy."""
+        the field where a scenario holds it (``strategy.params.NAME``), the reason and
+        the strategy."""
         try:
             return cls.Params.model_validate(params)
         except ValidationError as e:

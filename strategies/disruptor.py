@@ -59,6 +59,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from warmcore.simcore.config import ConfigError
 from warmcore.simcore.work import SHARED, Footprint, Segment
 from warmcore.strategies.base import StrategyParams, Strategy, register
 
@@ -102,7 +103,7 @@ class Params(StrategyParams):
     @model_validator(mode="after")
     def _single_means_one(self):
         if self.producer_type == "single" and self.producers > 1:
-            raise ValueError("producer_type: 'single' needs producers = 1")
+            raise ConfigError("producer_type", "'single' needs producers = 1")
         return self
 
 

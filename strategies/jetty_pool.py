@@ -73,8 +73,8 @@ class JettyParams(StrategyParams):
     @model_validator(mode="after")
     def _min_le_max(self):
         if self.min_threads > self.max_threads:
-            raise ValueError(f"min_threads: {self.min_threads} is above max_threads "
-                             f"{self.max_threads}")
+            raise ConfigError("min_threads", f"{self.min_threads} is above max_threads "
+                                             f"{self.max_threads}")
         return self
 
 

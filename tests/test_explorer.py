@@ -470,16 +470,11 @@ OWN_CONTROL = {"seed", "machine.preset", "machine.governor", "strategy.name", "w
 def base_scenario(base: str):
     """A built-in scenario, or "kind:K": the default one switched to workload kind K
     the way the page's kind control does it (no built-in scenario has K)."""
-    from runpy import run_path
-
     import warmcore
-
-    workload_of_kind = run_path(APP, run_name="explorer")["workload_of_kind"]  # a script
 
     if not base.startswith("kind:"):
         return warmcore.Scenario.load(base)
-    sc = warmcore.Scenario.load("pipeline")
-    return sc.with_({"workload": workload_of_kind(sc.workload, base.removeprefix("kind:"))})
+    return warmcore.Scenario.load("pipeline").edit({"workload.kind": base.removeprefix("kind:")})
 
 
 def generated_paths(base: str = "pipeline") -> list[str]:

@@ -112,7 +112,7 @@ def test_every_source_folder_is_checked():
 
 @pytest.mark.parametrize("where, line, edge", [
     ("simcore/kernel/core.py", "from warmcore.build import simulate", "core"),
-    ("simcore/config.py", "import warmcore.api", "core"),
+    ("simcore/config/edit.py", "import warmcore.api", "core"),
     ("models/cache.py", "from warmcore.strategies.base import Strategy", "models"),
     ("strategies/pc.py", "from warmcore.models.hardware import HardwareMachine", "strategies"),
     ("strategies/pc.py", "from warmcore.registry import get_strategy", "strategies"),

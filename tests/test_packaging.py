@@ -25,7 +25,7 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     assert tops == {"warmcore"}
     for expected in ("warmcore/__init__.py", "warmcore/api.py", "warmcore/simcore/kernel/__init__.py",
                      "warmcore/models/cache.py", "warmcore/strategies/pc.py",
-                     "warmcore/calibration/__init__.py",
+                     "warmcore/calibration/__init__.py", "warmcore/simcore/config/edit.py",
                      "warmcore/simcore/scenarios/pipeline.toml",
                      "warmcore/explorer/app.py"):          # the explorer, alone in its folder
         assert expected in names

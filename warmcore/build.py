@@ -10,10 +10,9 @@ import time
 
 import numpy as np
 import simpy
-from pydantic import ValidationError
 from scipy import stats
 
-from warmcore.simcore.config import ConfigError, Scenario, plain_message
+from warmcore.simcore.config import ConfigError, Scenario
 from warmcore.simcore.context import SimContext
 from warmcore.simcore.kernel import Kernel
 from warmcore.simcore.machine import IdealMachine
@@ -49,8 +48,8 @@ def build_machine(cfg: Scenario):
     if changes:
         try:
             preset = with_overrides(preset, **changes)
-        except ValidationError as e:
-            raise _preset_error(e) from None
+        except ConfigError as e:
+            raise e.under("machine.overrides", PRESET_FIELD_KEYS) from None
     default_on = preset.name != "ideal"
     effects = {e: (getattr(m.effects, e) if getattr(m.effects, e) is not None else default_on)
                for e in EFFECTS}
@@ -69,45 +68,16 @@ def build_machine(cfg: Scenario):
     try:
         return HardwareMachine(preset, effects=effects, governor=m.governor,
                                userspace_ghz=m.frequency_ghz, governor_params=m.governor_params)
-    except ValueError as e:
-        field, _, reason = str(e).partition(": ")
-        if field.startswith("params."):
-            field = "machine.governor_params." + field[len("params."):]
-        elif field == "userspace_ghz":
-            field = "machine.frequency_ghz"
-        else:
-            field, reason = "machine", str(e)
-        raise ConfigError(field, reason) from None
-
-
+    except ConfigError as e:
+        raise e.under("machine", {"userspace_ghz": "machine.frequency_ghz"}) from None
+    except ValueError as e:             # no field of its own: the machine as a whole
+        raise ConfigError("machine", str(e)) from None
 
 
 # Preset fields that the scenario sets through a machine key of its own.
-_PRESET_FIELD_KEYS = {"cores_per_socket": "machine.cores",
-                      "threads_per_core": "machine.threads_per_core",
-                      "sockets": "machine.sockets", "turbo": "machine.turbo"}
-
-
-def _preset_error(e: ValidationError) -> ConfigError:
-    """The first error of a preset's validation, at the path the user wrote."""
-    err = e.errors()[0]
-    loc = [str(x) for x in err["loc"] if not isinstance(x, int)]
-    msg = err["msg"]
-    if msg.startswith("Value error, "):          # a model validator: "field: reason"
-        msg = msg[len("Value error, "):]
-        head, sep, tail = msg.partition(": ")
-        if sep and " " not in head:
-            loc, msg = [head], tail
-    if err["type"] == "extra_forbidden":
-        msg = "not a preset parameter"
-    elif err["type"] == "tuple_type":
-        msg = "should be a list of numbers"
-    elif err["type"] == "model_type":
-        msg = "should be a table"
-    elif err["type"] != "missing" and err["type"] != "value_error":
-        msg = plain_message(err)
-    field = ".".join(loc)
-    return ConfigError(_PRESET_FIELD_KEYS.get(field, f"machine.overrides.{field}"), msg)
+PRESET_FIELD_KEYS = {"cores_per_socket": "machine.cores",
+                     "threads_per_core": "machine.threads_per_core",
+                     "sockets": "machine.sockets", "turbo": "machine.turbo"}
 
 
 def _stretch_smt(curve, k):

@@ -50,7 +50,7 @@ from pydantic import (
     model_validator,
 )
 
-from warmcore.simcore.config import ConfigError, Scenario, parse_toml, read_text
+from warmcore.simcore.config import ConfigError, Scenario, config_error, parse_toml, read_text
 
 TASK_SECONDS = 0.5        # an automatic batch aims at this much work per task
 MAX_BATCH = 1000
@@ -73,9 +73,9 @@ class AxisRange(BaseModel):
     @model_validator(mode="after")
     def _num_or_step(self):
         if self.step is not None and (self.num is not None or self.log):
-            raise ValueError("step: give either num (linear or log) or step (linear)")
+            raise ConfigError("step", "give either num (linear or log) or step (linear)")
         if self.step is not None and (self.stop - self.start) / self.step > 1_000_000:
-            raise ValueError("step: more than 1,000,000 values")
+            raise ConfigError("step", "more than 1,000,000 values")
         return self
 
     def values(self) -> list[float]:
@@ -96,10 +96,12 @@ class AxisRange(BaseModel):
 
 
 # An axis is a list of values or a range (a TOML table): told apart by its shape, so
-# that an error speaks of the one the user wrote.
-Axis = Annotated[Annotated[list[Any], Tag("values")] | Annotated[AxisRange, Tag("range")],
-                 Discriminator(lambda v: "range" if isinstance(v, dict | AxisRange)
-                               else "values")]
+# that an error speaks of the one the user wrote. The tags are written as pydantic's
+# own type tags are ("list[int]"), which an error's path leaves out (config_error).
+Axis = Annotated[Annotated[list[Any], Tag("axis[values]")]
+                 | Annotated[AxisRange, Tag("axis[range]")],
+                 Discriminator(lambda v: "axis[range]" if isinstance(v, dict | AxisRange)
+                               else "axis[values]")]
 
 
 class SweepSpec(BaseModel):
@@ -124,9 +126,9 @@ class SweepSpec(BaseModel):
             raise ValueError("a sweep needs at least one axis")
         for path, ax in axes.items():
             if isinstance(ax, list) and not ax:
-                raise ValueError(f"{path}: an empty axis")
+                raise ConfigError(path, "an empty axis")
             if isinstance(ax, AxisRange) and ax.log and min(ax.start, ax.stop) <= 0:
-                raise ValueError(f"{path}: a log range needs positive bounds")
+                raise ConfigError(path, "a log range needs positive bounds")
         return axes
 
     def digest(self) -> str:
@@ -150,10 +152,7 @@ def validate_spec(data: dict) -> SweepSpec:
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"] if x not in ("values", "range"))
-        msg = err["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"sweep.{loc}" if loc else "sweep", msg) from None
+        raise config_error(e, prefix="sweep") from None
     check_axes(spec)
     return spec
 

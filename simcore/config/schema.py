@@ -1,22 +1,20 @@
-"""Scenario configuration: pydantic models with unknown keys forbidden.
+"""The scenario's schema: pydantic models with unknown keys forbidden, no coercion,
+and the caps of every range (docs/formats.md "Ranges and caps").
 
-A scenario is a TOML document (or a built-in one) plus ``--set PATH=VALUE``
-overrides. Every error becomes one line naming the field and the reason
-(``ConfigError``), which the CLI prints with exit code 2.
+A validator that blames one field raises ``ConfigError(field, reason)`` with the
+field relative to its own model; ``validate`` turns any failure into one
+ConfigError at the path a user writes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import os
-import re
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from warmcore.simcore.config.errors import ConfigError, config_error
 
 # Caps (docs/formats.md "Ranges and caps"). Past them a run's cost or memory is
 # unbounded in practice, or float time loses its resolution; every one is a
@@ -35,9 +33,6 @@ MAX_TRACE_EVENTS = 1_000_000
 MAX_IN_FLIGHT = 1_000_000   # 0.85 GB of requests in flight
 MAX_PROGRAM_STEPS = 1000
 MAX_LIST = 1_000_000    # values of an empirical distribution, CPUs in a list
-MAX_FILE_BYTES = 1 << 20   # a scenario or sweep file (TOML): 1 MiB
-MAX_TRACE_BYTES = 1 << 28  # an arrival-trace file: 256 MiB
-MAX_TRACE_ARRIVALS = 10_000_000   # held as 8-byte floats: 80 MB
 
 Pos = Annotated[float, Field(gt=0)]
 NonNeg = Annotated[float, Field(ge=0)]
@@ -50,24 +45,12 @@ Cv = Annotated[float, Field(gt=0, le=100)]                   # coefficient of va
 DistKind = Literal["deterministic", "exponential", "lognormal", "empirical"]
 
 
-class ConfigError(ValueError):
-    """A bad scenario: ``field`` is the dotted path, ``reason`` says what is wrong."""
-
-    def __init__(self, field: str, reason: str):
-        self.field = field
-        self.reason = reason
-        super().__init__(f"{field}: {reason}")
-
-    def __reduce__(self):               # picklable: errors cross process pools and Dask
-        return (ConfigError, (self.field, self.reason))
-
-
 FLOAT_FLOOR = 1e-3      # a non-zero float knob smaller than this is a typo or an attack
 
 
-def over_cap(model: BaseModel, caps: dict[type, float]) -> str | None:
-    """"field: reason" for the first numeric field of ``model`` above the cap for its
-    type (``caps``: {int: ..., float: ...}) that has no upper bound of its own, or a
+def over_cap(model: BaseModel, caps: dict[type, float]) -> ConfigError | None:
+    """The error for the first numeric field of ``model`` above the cap for its type
+    (``caps``: {int: ..., float: ...}) that has no upper bound of its own, or a
     non-zero float below FLOAT_FLOOR (a divisor that small overflows a cost to
     infinity, a period that small stops simulated time); None if all are within.
     Models whose many tunables share one documented cap (a strategy's
@@ -78,14 +61,14 @@ def over_cap(model: BaseModel, caps: dict[type, float]) -> str | None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         if isinstance(value, float) and 0 < abs(value) < FLOAT_FLOOR:
-            return (f"{name}: {value!r} is below warmcore's floor of {FLOAT_FLOOR:g} "
-                    "(0 or at least that)")
+            return ConfigError(name, f"{value!r} is below warmcore's floor of "
+                                     f"{FLOAT_FLOOR:g} (0 or at least that)")
         if any(getattr(m, "le", None) is not None or getattr(m, "lt", None) is not None
                for m in info.metadata):
             continue
         cap = caps.get(type(value))
         if cap is not None and abs(value) > cap:
-            return f"{name}: {value!r} is above warmcore's cap of {cap:g}"
+            return ConfigError(name, f"{value!r} is above warmcore's cap of {cap:g}")
     return None
 
 
@@ -140,7 +123,7 @@ class ServiceShape(Strict):
     @model_validator(mode="after")
     def _empirical_needs_values(self):
         if self.service == "empirical" and not self.service_values_us:
-            raise ValueError("service_values_us: the empirical distribution needs values")
+            raise ConfigError("service_values_us", "the empirical distribution needs values")
         return self
 
 
@@ -160,8 +143,8 @@ class KeepAlive(ServiceShape):
     @model_validator(mode="after")
     def _unpipelined_needs_serial(self):
         if not self.pipelined and not self.serial:
-            raise ValueError("pipelined: one request in flight per connection needs serial "
-                             "connections (serial = true)")
+            raise ConfigError("pipelined", "one request in flight per connection needs "
+                                           "serial connections (serial = true)")
         return self
 
 
@@ -178,9 +161,9 @@ class OpenLoop(KeepAlive):
     def _rate_or_trace(self):
         if self.arrival == "trace":
             if not self.trace_file:
-                raise ValueError("trace_file: arrival 'trace' needs a trace_file")
+                raise ConfigError("trace_file", "arrival 'trace' needs a trace_file")
         elif self.rate_per_s is None:
-            raise ValueError("rate_per_s: an open-loop workload needs a rate")
+            raise ConfigError("rate_per_s", "an open-loop workload needs a rate")
         return self
 
 
@@ -250,7 +233,9 @@ class Stream(ServiceShape):
 
 Workload = Annotated[OpenLoop | ClosedLoop | Saturating | Batch | Connections | Stream,
                      Field(discriminator="kind")]
-WORKLOAD_KINDS = ("open", "closed", "saturating", "batch", "connections", "stream")
+WORKLOAD_MODELS = {"open": OpenLoop, "closed": ClosedLoop, "saturating": Saturating,
+                   "batch": Batch, "connections": Connections, "stream": Stream}
+WORKLOAD_KINDS = tuple(WORKLOAD_MODELS)
 # Workloads whose requests reach the server over a socket it reads and answers on
 # (loopback TCP, models/syscalls.py). Not a batch (no sockets), and the
 # producer -> server -> consumer stream only with `workload.tcp` (has_sockets; on in
@@ -350,10 +335,10 @@ class WorkCfg(Strict):
     def _program(self):
         if self.program is not None:
             if not self.program:
-                raise ValueError("program: an empty program (leave it out for one step)")
+                raise ConfigError("program", "an empty program (leave it out for one step)")
             if self.backend_us:
-                raise ValueError("backend_us: with a program, write the blocking call as a "
-                                 "call_us step")
+                raise ConfigError("backend_us", "with a program, write the blocking call as "
+                                                "a call_us step")
         return self
 
 
@@ -385,8 +370,8 @@ class RunCfg(Strict):
     @model_validator(mode="after")
     def _needs_a_limit(self):
         if self.requests is None and self.duration_s is None:
-            raise ValueError("requests: a run needs a request limit or a duration "
-                             "(run.requests or run.duration_s)")
+            raise ConfigError("requests", "a run needs a request limit or a duration "
+                                          "(run.requests or run.duration_s)")
         return self
 
 
@@ -400,11 +385,12 @@ class KernelCfg(Strict):
 
 
 class Scenario(Strict):
-    """A validated scenario. Immutable in use: ``set`` and ``with_`` return new ones.
+    """A validated scenario. Immutable in use: ``edit`` (and ``set``, ``with_``)
+    return new ones, through the one edit path (simcore/config/edit.py).
 
         sc = Scenario.load("pipeline")                 # built-in name, TOML path or dict
         sc2 = sc.set("machine.governor", "performance")
-        sc3 = sc.with_({"machine.cores": 2}, strategy="pec", requests=5000)
+        sc3 = sc.edit({"machine.cores": 2}, strategy="pec", requests=5000)
         Scenario.from_toml(sc3.to_toml()) == sc3       # True
     """
 
@@ -492,23 +478,21 @@ class Scenario(Strict):
     def load(cls, source: str | Path | dict | Scenario, sets: Sequence[str] = ()) -> Scenario:
         """A built-in scenario name, a TOML file, a dict or a Scenario, then ``--set``
         style overrides (``"machine.cores=4"``), validated."""
-        if isinstance(source, Scenario):
-            data = source.to_data()
-        elif isinstance(source, dict):
-            data = copy.deepcopy(source)
-        else:
-            data = read_scenario_dict(str(source))
-        return validate(apply_sets(data, list(sets)))
+        from warmcore.simcore.config.edit import edit_scenario, parse_set
+        from warmcore.simcore.config.files import read_scenario_dict
+
+        if not isinstance(source, Scenario | dict):
+            source = read_scenario_dict(str(source))
+        return edit_scenario(source, [(".".join(keys), value)
+                                      for keys, value in map(parse_set, sets)])
 
     @classmethod
     def from_toml(cls, text: str | bytes) -> Scenario:
         """A scenario from TOML text (or the bytes of an uploaded file: UTF-8, at most
         MAX_FILE_BYTES)."""
-        if isinstance(text, bytes):
-            if len(text) > MAX_FILE_BYTES:
-                raise ConfigError("scenario", f"larger than {MAX_FILE_BYTES:,} bytes")
-            text = decode_utf8(text, "scenario")
-        return validate(parse_toml(text, "scenario"))
+        from warmcore.simcore.config.files import scenario_dict_of_text
+
+        return validate(scenario_dict_of_text(text))
 
     def to_data(self) -> dict:
         """The scenario as plain data (what a TOML file holds; unset options left out)."""
@@ -521,288 +505,30 @@ class Scenario(Strict):
 
         return tomli_w.dumps(self.to_data())
 
+    def edit(self, changes=None, /, *, strategy: str | None = None, seed: int | None = None,
+             requests: int | None = None, duration_s: float | None = None,
+             keep: Sequence[str] = ()) -> Scenario:
+        """A new scenario with ``{dotted.path: value}`` changes (None: back to the
+        default), and optionally another strategy, seed or run length. Changing the
+        preset, the governor, the strategy or the workload kind resets what belongs to
+        it (simcore.config.edit.OWNED; a strategy's tunables named in ``keep`` carry
+        over), and what the same edit gives for it stays."""
+        from warmcore.simcore.config.edit import edit_scenario
+
+        return edit_scenario(self, changes, strategy=strategy, seed=seed, requests=requests,
+                    duration_s=duration_s, keep=keep)
+
+    with_ = edit
+
     def set(self, path: str, value) -> Scenario:
         """A new scenario with the value at the dotted ``path`` replaced (validated)."""
-        return self.with_({path: value})
-
-    def with_(self, changes: dict | None = None, /, *, strategy: str | None = None,
-              seed: int | None = None, requests: int | None = None,
-              duration_s: float | None = None, keep: Sequence[str] = ()) -> Scenario:
-        """A new scenario with ``{dotted.path: value}`` changes, and optionally another
-        strategy (its tunables reset, as ``--strategy`` does, except those changed
-        here and the tunable names in ``keep``), seed or run length."""
-        data = self.to_data()
-        for path, value in (changes or {}).items():
-            set_path(data, path.split("."), copy.deepcopy(value))
-        if strategy is not None:
-            switch_strategy(data, strategy, keep=[*keep, *(p.split(".")[2] for p in changes or {}
-                                                          if p.startswith("strategy.params."))])
-        if seed is not None:
-            data["seed"] = seed
-        set_run_limit(data, requests=requests, duration_s=duration_s)
-        return validate(data)
-
-
-# -- loading ----------------------------------------------------------------------------
-
-BUILTIN_DIR = Path(__file__).parent / "scenarios"
-
-
-def builtin_names() -> list[str]:
-    return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
-
-
-def read_scenario_dict(name_or_path: str) -> dict:
-    """The raw dict of a built-in scenario name or a TOML file."""
-    p = Path(name_or_path)
-    if not p.suffix and (BUILTIN_DIR / f"{name_or_path}.toml").exists():
-        p = BUILTIN_DIR / f"{name_or_path}.toml"
-    elif not p.exists():
-        raise ConfigError("scenario", f"{name_or_path!r} is neither a built-in scenario "
-                          f"({', '.join(builtin_names())}) nor a file")
-    return parse_toml(read_text(p, "scenario"), f"scenario: {p}")
-
-
-def read_text(path: str | Path, field: str, max_bytes: int = MAX_FILE_BYTES) -> str:
-    """A file's text: at most ``max_bytes``, UTF-8 (the byte offset of the first bad
-    byte otherwise); every failure a ConfigError naming ``field`` and the file."""
-    try:
-        with open(path, "rb") as f:
-            data = read_capped(f, max_bytes)
-    except OSError as e:
-        raise ConfigError(field, f"{path}: cannot read ({e.strerror})") from None
-    if data is None:
-        raise ConfigError(field, f"{path}: larger than {max_bytes:,} bytes")
-    return decode_utf8(data, f"{field}: {path}")
-
-
-def read_capped(f, max_bytes: int) -> bytes | None:
-    """The bytes of the open binary file ``f``, or None if there are more than
-    ``max_bytes``. The size first, then chunks: ``f.read(max_bytes + 1)`` would
-    reserve the whole limit at once (256 MiB for a trace file) however small the
-    file; a pipe has no size."""
-    if os.fstat(f.fileno()).st_size > max_bytes:
-        return None
-    chunks, size = [], 0
-    while size <= max_bytes and (chunk := f.read(1 << 20)):
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks) if size <= max_bytes else None
-
-
-def decode_utf8(data: bytes, where: str) -> str:
-    """``data`` as text; a ConfigError with the offset of the first byte that is not
-    UTF-8 (a latin-1 file, UTF-16, a binary)."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        field, _, name = where.partition(": ")
-        raise ConfigError(field, f"{name + ': ' if name else ''}not UTF-8 text (byte "
-                                 f"{e.start}: 0x{data[e.start]:02x})") from None
-
-
-# Arrays and inline tables nested deeper than this are refused before parsing: tomllib
-# recurses once per level, and a recursion overflow inside its C calls can surface as
-# SystemError ("error return without exception set", seen once on CPython 3.11.7 under
-# load) instead of RecursionError. No scenario, sweep or calibration file nests more
-# than a few levels.
-MAX_TOML_NESTING = 100
-# What can hold a bracket that is not nesting: strings (multi-line first) and comments.
-_TOML_BRACKETS = re.compile(
-    r'"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''
-    r"|#[^\n]*|[\[{]|[\]}]", re.S)
-
-
-def toml_nesting(text: str) -> int:
-    """The deepest nesting of brackets and braces in ``text``, outside strings and
-    comments (a table header ``[[a]]`` counts 2)."""
-    depth = deepest = 0
-    for m in _TOML_BRACKETS.finditer(text):
-        c = m.group()
-        if c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth -= 1
-    return deepest
-
-
-def parse_toml(text: str, where: str) -> dict:
-    """TOML text as a dict; ``where`` is "field: file" for the error line."""
-    field, _, name = where.partition(": ")
-    prefix = f"{name}: " if name else ""
-    if toml_nesting(text) > MAX_TOML_NESTING:
-        raise ConfigError(field, f"{prefix}not valid TOML (nested too deeply: more than "
-                                 f"{MAX_TOML_NESTING} levels)")
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(field, f"{prefix}not valid TOML ({e})") from None
-
-
-def parse_set(assignment: str) -> tuple[list[str], object]:
-    """``a.b.c=VALUE`` -> (['a','b','c'], value); VALUE is read as TOML, else as a string."""
-    if "=" not in assignment:
-        raise ConfigError("--set", f"{assignment!r} is not PATH=VALUE")
-    path, raw = assignment.split("=", 1)
-    if any(c in assignment for c in "\n\r\x00"):
-        raise ConfigError("--set", f"{path.strip()!r}: the value holds a line break or NUL")
-    keys = path.strip().split(".")
-    if not all(keys):
-        raise ConfigError("--set", f"{path!r} is not a dotted path")
-    value = raw.strip()
-    if toml_nesting(value) <= MAX_TOML_NESTING:       # deeper: text (see parse_toml)
-        with contextlib.suppress(tomllib.TOMLDecodeError):
-            value = tomllib.loads(f"v = {value}")["v"]
-    return keys, value
-
-
-def apply_sets(data: dict, sets: list[str]) -> dict:
-    for s in sets:
-        keys, value = parse_set(s)
-        set_path(data, keys, value)
-    return data
-
-
-def set_path(data: dict, keys: list[str], value) -> None:
-    """data[k1][k2]...[kn] = value, making the tables on the way."""
-    if not all(keys):
-        raise ConfigError(".".join(keys), "not a dotted path")
-    node = data
-    for k in keys[:-1]:
-        nxt = node.get(k)
-        if nxt is None:
-            nxt = node[k] = {}
-        elif not isinstance(nxt, dict):
-            raise ConfigError(".".join(keys), f"{k} is a value, not a table")
-        node = nxt
-    node[keys[-1]] = value
-
-
-def switch_strategy(data: dict, name: str, keep: Sequence[str] = ()) -> None:
-    """Run ``name`` instead: the scenario's tunables belong to its own strategy, so
-    only those named in ``keep`` (given alongside, e.g. on the command line) stay."""
-    st = _table(data, "strategy")
-    if st.get("name", "shared-queue") != name:
-        st["params"] = {k: v for k, v in st.get("params", {}).items() if k in keep}
-    st["name"] = name
-
-
-def _table(data: dict, key: str) -> dict:
-    """data[key], a table (made if missing); a ConfigError if it holds a value."""
-    node = data.setdefault(key, {})
-    if not isinstance(node, dict):
-        raise ConfigError(key, f"should be a table (got {_short(node)})")
-    return node
-
-
-def _short(value, limit: int = 60) -> str:
-    """repr of a value, cut to ``limit`` characters (errors never echo whole tables)."""
-    r = repr(value)
-    return r if len(r) <= limit else r[:limit - 3] + "..."
-
-
-def set_run_limit(data: dict, requests: int | None = None,
-                  duration_s: float | None = None) -> None:
-    """A request limit replaces the scenario's duration and the other way round."""
-    run = _table(data, "run")
-    if requests is not None:
-        run["requests"] = requests
-        if duration_s is None:
-            run.pop("duration_s", None)
-    if duration_s is not None:
-        run["duration_s"] = duration_s
-        if requests is None:
-            run.pop("requests", None)
+        return self.edit({path: value})
 
 
 def validate(data: dict) -> Scenario:
+    """A scenario's raw data as a Scenario, or one ConfigError at the path a user
+    writes."""
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        raise config_error(e) from None
-
-
-def load(name_or_path: str, sets: list[str] = (), **run_overrides) -> Scenario:
-    """Built-in name or TOML path, then --set overrides, then run overrides
-    (requests, duration_s, seed, strategy), validated."""
-    data = apply_sets(read_scenario_dict(name_or_path), list(sets))
-    if run_overrides.get("seed") is not None:
-        data["seed"] = run_overrides["seed"]
-    if run_overrides.get("strategy") is not None:
-        given = [parse_set(a)[0][2] for a in sets
-                 if parse_set(a)[0][:2] == ["strategy", "params"] and len(parse_set(a)[0]) == 3]
-        switch_strategy(data, run_overrides["strategy"], keep=given)
-    for key, value in run_overrides.items():
-        if value is not None and key not in ("seed", "strategy", "requests", "duration_s"):
-            _table(data, "run")[key] = value
-    set_run_limit(data, requests=run_overrides.get("requests"),
-                  duration_s=run_overrides.get("duration_s"))
-    return validate(data)
-
-
-# Tags pydantic puts in an error's path for the members of a union or a wrapped
-# type ("constrained-int", "list[constrained-int]", "function-after[...]"): not
-# fields a user writes.
-_TYPE_TAG = re.compile(r"^(constrained-\w+|int|float|str|bool|none|[\w-]+\[.*\])$")
-
-
-# pydantic's range messages, as a user reads them.
-PLAIN_MESSAGES = {
-    "less_than_equal": "must be at most {le}", "less_than": "must be below {lt}",
-    "greater_than_equal": "must be at least {ge}", "greater_than": "must be greater than {gt}",
-    "finite_number": "must be a finite number", "too_long": "at most {max_length} items",
-    "int_type": "should be a whole number", "int_from_float": "should be a whole number",
-    "float_type": "should be a number", "bool_type": "should be true or false",
-    "string_type": "should be a string", "list_type": "should be a list"}
-
-
-def _num(v):
-    """A bound as written: 1024, 1e+07, 0.001."""
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e6:
-        return str(int(v))
-    return f"{v:g}" if isinstance(v, float) and float(f"{v:g}") == v else str(v)
-
-
-def plain_message(err: dict) -> str:
-    """One pydantic error's reason as a user reads it, with the value given."""
-    ctx = {k: _num(v) for k, v in err.get("ctx", {}).items()}
-    msg = PLAIN_MESSAGES.get(err["type"], err["msg"]).format(**ctx)
-    if "input" in err and not isinstance(err["input"], dict):
-        msg = f"{msg} (got {_short(err['input'])})"
-    return msg
-
-
-def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
-    """The first error of a validation as one ConfigError: the field as a user writes
-    it (``prefix`` + its path), the reason without pydantic's internals."""
-    err = e.errors()[0]
-    loc = [*filter(None, prefix.split(".")),
-           *(str(x) for x in err["loc"] if not _TYPE_TAG.match(str(x)))]
-    # Drop the discriminator tag pydantic puts in the path of a tagged union.
-    loc = [x for i, x in enumerate(loc) if not (i > 0 and loc[i - 1] == "workload"
-                                                  and x in WORKLOAD_KINDS)]
-    msg = err["msg"]
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
-        # model validators name their own field as "field: reason"
-        head, sep, tail = msg.partition(": ")
-        if sep and " " not in head and head:
-            loc = head.split(".") if "." in head and not prefix else [*loc, head]
-            msg = tail
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key"
-    elif err["type"] == "union_tag_invalid":
-        msg = f"unknown workload kind; known: {', '.join(WORKLOAD_KINDS)}"
-    elif err["type"] == "union_tag_not_found":
-        loc.append("kind")
-        msg = f"missing; one of {', '.join(WORKLOAD_KINDS)}"
-    elif err["type"] in PLAIN_MESSAGES:
-        msg = plain_message(err)
-    elif err["type"] in ("model_type", "dict_type", "model_attributes_type"):
-        msg = f"should be a table (got {_short(err.get('input'))})"
-    elif "input" in err and err["type"] not in ("missing",) and not (
-            err["type"] == "value_error" and isinstance(err["input"], dict)):
-        # (a whole table's validator names its field itself: no dump of the table)
-        msg = f"{msg} (got {_short(err['input'])})"
-    return ConfigError(".".join(loc) or "scenario", msg)
+        raise config_error(e, tags={"workload": WORKLOAD_KINDS}) from None

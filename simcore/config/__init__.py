@@ -1,0 +1,102 @@
+"""Scenario configuration, one concern per module:
+
+    schema.py   the pydantic models of a scenario and the caps of every range
+    files.py    reading scenario, sweep and trace files (size caps, UTF-8, TOML guards)
+    edit.py     the one edit path: --set, the API's set/with_/edit, the explorer's form
+    errors.py   ConfigError and the one translator of pydantic's errors into it
+
+A scenario is a TOML document (or a built-in one) plus ``--set PATH=VALUE``
+overrides. Every error becomes one line naming the field and the reason
+(``ConfigError``), which the CLI prints with exit code 2. The names below are the
+package's interface; import them from ``warmcore.simcore.config``.
+"""
+
+from warmcore.simcore.config.edit import (
+    OWNED,
+    apply_sets,
+    changed_owners,
+    edit_scenario,
+    load,
+    parse_set,
+    resets,
+    set_path,
+    set_run_limit,
+)
+from warmcore.simcore.config.errors import (
+    PLAIN_MESSAGES,
+    ConfigError,
+    config_error,
+    plain_message,
+    short_repr,
+)
+from warmcore.simcore.config.files import (
+    BUILTIN_DIR,
+    MAX_FILE_BYTES,
+    MAX_TOML_NESTING,
+    MAX_TRACE_ARRIVALS,
+    MAX_TRACE_BYTES,
+    builtin_names,
+    decode_utf8,
+    parse_toml,
+    read_capped,
+    read_scenario_dict,
+    read_text,
+    toml_nesting,
+)
+from warmcore.simcore.config.schema import (
+    FLOAT_FLOOR,
+    MAX_COUNT,
+    MAX_HORIZON_S,
+    MAX_IN_FLIGHT,
+    MAX_KIB,
+    MAX_LIST,
+    MAX_OPS,
+    MAX_PROGRAM_STEPS,
+    MAX_RATE,
+    MAX_REPLICATIONS,
+    MAX_REQUESTS,
+    MAX_TRACE_EVENTS,
+    MAX_US,
+    MIN_US,
+    SOCKET_KINDS,
+    WORKLOAD_KINDS,
+    WORKLOAD_MODELS,
+    Batch,
+    ClosedLoop,
+    Connections,
+    Effects,
+    KeepAlive,
+    KernelCfg,
+    MachineCfg,
+    OpenLoop,
+    ProcessCfg,
+    ResourceCfg,
+    RunCfg,
+    Saturating,
+    Scenario,
+    ServiceShape,
+    Step,
+    Stream,
+    StrategyCfg,
+    Strict,
+    WorkCfg,
+    Workload,
+    has_sockets,
+    over_cap,
+    validate,
+)
+
+__all__ = [
+    "BUILTIN_DIR", "FLOAT_FLOOR", "MAX_COUNT", "MAX_FILE_BYTES", "MAX_HORIZON_S",
+    "MAX_IN_FLIGHT", "MAX_KIB", "MAX_LIST", "MAX_OPS", "MAX_PROGRAM_STEPS", "MAX_RATE",
+    "MAX_REPLICATIONS", "MAX_REQUESTS", "MAX_TOML_NESTING", "MAX_TRACE_ARRIVALS",
+    "MAX_TRACE_BYTES", "MAX_TRACE_EVENTS", "MAX_US", "MIN_US", "OWNED", "PLAIN_MESSAGES",
+    "SOCKET_KINDS", "WORKLOAD_KINDS", "WORKLOAD_MODELS", "Batch", "ClosedLoop", "ConfigError",
+    "Connections", "Effects", "KeepAlive", "KernelCfg", "MachineCfg", "OpenLoop", "ProcessCfg",
+    "ResourceCfg", "RunCfg", "Saturating", "Scenario", "ServiceShape", "Step", "Stream",
+    "StrategyCfg", "Strict", "WorkCfg", "Workload", "apply_sets", "builtin_names",
+    "changed_owners", "config_error", "decode_utf8", "edit_scenario", "has_sockets", "load",
+    "over_cap", "parse_set", "parse_toml", "plain_message", "read_capped",
+    "read_scenario_dict", "read_text", "resets", "set_path", "set_run_limit", "short_repr",
+    "toml_nesting", "validate",
+]
