@@ -14,8 +14,6 @@ from __future__ import annotations
 import functools
 import math
 
-import altair as alt
-import pandas as pd
 import streamlit as st
 
 import warmcore

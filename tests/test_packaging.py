@@ -23,7 +23,8 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"warmcore"}
-    for expected in ("warmcore/__init__.py", "warmcore/api.py", "warmcore/simcore/kernel/__init__.py",
+    for expected in ("warmcore/__init__.py", "warmcore/api.py",
+                     "warmcore/simcore/kernel/__init__.py",
                      "warmcore/models/cache.py", "warmcore/strategies/pc.py",
                      "warmcore/calibration/__init__.py", "warmcore/simcore/config/edit.py",
                      "warmcore/simcore/scenarios/pipeline.toml",
