@@ -18,7 +18,7 @@ import streamlit as st
 
 import warmcore
 from warmcore.registry import strategies as all_strategies
-from warmcore.simcore.config import WORKLOAD_KINDS, changed_owners, resets
+from warmcore.simcore.config import changed_owners, resets, workload_kinds
 # the job manager, the tables and charts: layer 4, tested without Streamlit
 from warmcore import jobs
 from warmcore.explorer_charts import breakdown_chart, curve_charts, timeline_chart
@@ -314,8 +314,9 @@ def sidebar(sc: warmcore.Scenario) -> None:
         requests = c2.number_input("Requests", min_value=1, step=1000, key=f"req{gen}",
                                    value=sc.run.requests or DEFAULT_REQUESTS,
                                    help="measured requests (after warm-up) per strategy")
-        kind = st.selectbox("Workload kind", WORKLOAD_KINDS,
-                            index=WORKLOAD_KINDS.index(sc.workload.kind), key=f"kind{gen}",
+        kinds = workload_kinds()
+        kind = st.selectbox("Workload kind", kinds, index=kinds.index(sc.workload.kind),
+                            key=f"kind{gen}",
                             help="another kind keeps the service demand and takes the "
                                  "kind's own defaults (docs/formats.md); its controls "
                                  "appear after Apply")

@@ -77,6 +77,7 @@ from warmcore.models.presets import nominal_ips
 from warmcore.models.smt import speed_table
 from warmcore.models.syscalls import SyscallCosts
 from warmcore.simcore.config import ConfigError
+from warmcore.simcore.machine import EFFECTS
 
 # execute's rate-independent parts of a segment, per CPU (cost_now re-rates them):
 # compute cycles of a lone thread, cache-hit cycles / MLP, DRAM seconds / MLP,
@@ -87,8 +88,6 @@ NPARTS = 12
 # wake_transfer's answer when nothing moves
 NO_TRANSFER = (0.0, 0.0, 0.0)
 
-EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs",
-           "energy")
 
 # loads_per_instruction and the C-state knobs: models.presets.PresetExtra (defaults
 # and sources there).

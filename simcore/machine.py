@@ -17,6 +17,25 @@ from typing import Protocol
 
 from warmcore.simcore.work import Segment
 
+# The hardware effects a machine model can switch on and off, with what each models:
+# the one declaration the scenario's [machine.effects] table, the hardware model and
+# the build are made from (each effect is one model: models/hardware.py).
+EFFECTS = {
+    "caches": "per-core L1d, L1i and L2, one LLC per LLC domain: warmth of footprints "
+              "(models/cache.py)",
+    "coherence": "a line written by another core comes by a core-to-core transfer "
+                 "(models/coherence.py)",
+    "contention": "contended read-modify-writes serialise on their line "
+                  "(models/coherence.py)",
+    "membus": "DRAM latency loaded by the socket's fill rate (models/membus.py)",
+    "smt": "busy SMT siblings share their core's throughput (models/smt.py)",
+    "dvfs": "each CPU's clock from a cpufreq governor (models/dvfs.py); off: the top "
+            "clock, fixed",
+    "switch_costs": "context switches, futex wake-ups, wake-up latency and system calls "
+                    "(models/syscalls.py); off: free",
+    "energy": "joules from the P-state, C-state and static power (models/energy.py)",
+}
+
 # The system calls a strategy may charge (Thread.syscall; costs: models/syscalls.py).
 SYSCALLS = ("epoll_ctl", "epoll_wait", "futex_wait", "futex_wake", "null", "poll", "read",
             "recv", "sched_yield", "send", "write")

@@ -74,7 +74,7 @@ class Recorder:
     # -- hooks the workload calls -------------------------------------------------------
 
     def catch_up(self, now: float) -> None:
-        """Replaced by a workload that defers arrivals (see workloads.OpenLoop)."""
+        """Replaced by a workload that defers arrivals (see models/workloads/open_loop.py)."""
 
     def arrive(self, req) -> None:
         now = req.t_arrive      # may lie before env.now when delivered late (catch_up)

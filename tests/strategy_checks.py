@@ -65,7 +65,7 @@ def fingerprint(res: dict) -> str:
 
 def pipelined(cfg, connections: int = 6, service_us: float = 50.0):
     """``cfg`` with its workload replaced by saturating pipelined connections."""
-    from warmcore.simcore.config import Saturating
+    from warmcore.models.workloads.saturating import SaturatingCfg as Saturating
 
     cfg.workload = Saturating(kind="saturating", connections=connections, service_us=service_us)
     return cfg

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import warmcore
-from warmcore.models.workloads import OpenLoop
+from warmcore.models.workloads.open_loop import OpenLoop
 from warmcore.strategies.shared_queue import SharedQueue
 
 

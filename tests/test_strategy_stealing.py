@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from warmcore.simcore.config import Batch
+from warmcore.models.workloads.batch import BatchCfg as Batch
 from warmcore.build import build, run_built, simulate_once
 from warmcore.strategies.work_stealing import CONSUME, PRODUCE, WHOLE, Task
 from tests.strategy_checks import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from warmcore.simcore.config import ClosedLoop
+from warmcore.models.workloads.closed_loop import ClosedLoopCfg as ClosedLoop
 from warmcore.build import simulate_once
 from tests.strategy_checks import (
     assert_conserved,

@@ -32,6 +32,19 @@ if importlib.util.find_spec(f"{__name__}.simcore") is None:
         "folders an install maps into it; install the checkout (pip install -e .) or "
         "run from outside it", name=__name__)
 
+from warmcore.simcore import plugins as _plugins  # noqa: E402  (tiny: no pydantic, no SimPy)
+
+
+def _discover_builtin_kinds() -> None:
+    """The composition root: the core looks workload kinds up by name; this is where
+    it learns to import the modules that define them (simcore/plugins.py)."""
+    from warmcore.models import workloads
+
+    workloads.discover()
+
+
+_plugins.add_discoverer(_discover_builtin_kinds)
+
 try:
     __version__ = version("warmcore")
 except PackageNotFoundError:        # files put on sys.path without their metadata

@@ -12,15 +12,14 @@ import numpy as np
 import simpy
 from scipy import stats
 
-from warmcore.simcore.config import ConfigError, Scenario
+from warmcore.simcore.config import ConfigError, Scenario, kind_of
 from warmcore.simcore.context import SimContext
 from warmcore.simcore.kernel import Kernel
-from warmcore.simcore.machine import IdealMachine
+from warmcore.simcore.machine import EFFECTS, IdealMachine
 from warmcore.simcore.recorder import Recorder
 from warmcore.simcore.rng import Streams
 from warmcore.simcore.work import CAUSES
 
-EFFECTS = ("caches", "coherence", "contention", "membus", "smt", "dvfs", "switch_costs", "energy")
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
 
 
@@ -175,7 +174,7 @@ def build(cfg: Scenario, seed: int) -> SimContext:
                     wakeup_preemption=cfg.kernel.wakeup_preemption)
     kernel.resources = make_resources(cfg, machine)
     run = cfg.run
-    if cfg.workload.kind == "batch":
+    if kind_of(cfg.workload).makespan:     # every job measured: its makespan
         warm_n, measure_n, warm_s, measure_s = 0, cfg.workload.jobs, None, None
     elif run.requests is not None:
         warm_n = int(run.requests * run.warmup)
@@ -328,7 +327,7 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
         warnings.append(f"partial: stopped after {rec.measured} measured requests")
     offered = _offered_rate(cfg)
     thr = n / window if window > 0 else 0.0
-    if cfg.workload.kind != "batch":
+    if not kind_of(cfg.workload).makespan:
         grew = in_flight - rec.in_system_at_measure
         if offered and thr < 0.98 * offered and grew > max(10, 0.01 * n):
             drained = False
@@ -368,7 +367,7 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
         "futex_wakes": srv.get("futex_wakes", 0),
         "joules": joules,
         "joules_per_request": joules / n if n else math.nan,
-        "makespan_s": rec.last_done if cfg.workload.kind == "batch" else None,
+        "makespan_s": rec.last_done if kind_of(cfg.workload).makespan else None,
         "breakdown_us": bd,
         "mean_in_system": (rec.area - rec.area_at_measure) / window if window > 0 else math.nan,
         "arrived": arrived_window,
@@ -403,10 +402,7 @@ def _percentiles(h, n: int) -> dict:
 
 
 def _offered_rate(cfg: Scenario):
-    wl = cfg.workload
-    if wl.kind in ("open", "connections", "stream"):
-        return getattr(wl, "rate_per_s", None)
-    return None
+    return kind_of(cfg.workload).offered_rate(cfg.workload)
 
 
 def _us(x: float) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from warmcore.simcore.config import ConfigError, Scenario
+from warmcore.simcore.config import WORKLOADS, ConfigError, Scenario, kind_of
 
 COLUMNS = [
     # key, header, format
@@ -34,17 +34,18 @@ COLUMNS = [
 
 
 def load_field(cfg: Scenario) -> str:
-    """What --load sets: the open-loop rate or the number of closed-loop clients."""
-    kind = cfg.workload.kind
-    if kind in ("open", "connections", "stream"):
-        return "rate_per_s"
-    if kind == "closed":
-        return "clients"
-    if kind == "saturating":
-        return "connections"
-    if kind == "batch":
-        return "jobs"
-    raise ConfigError("--load", f"workload kind {kind!r} has no load to sweep")
+    """What --load sets: the workload kind's load field (an open loop's rate, the
+    number of closed-loop clients...: simcore/config/kinds.py)."""
+    field = kind_of(cfg.workload).load_field
+    if field is None:
+        raise ConfigError("--load", f"workload kind {cfg.workload.kind!r} has no load to sweep")
+    return field
+
+
+def load_fields() -> list[str]:
+    """Every field an offered load sets, over the registered workload kinds (in the
+    order of their names, each once)."""
+    return list(dict.fromkeys(k.load_field for k in WORKLOADS if k.load_field))
 
 
 def with_strategy(cfg: Scenario, name: str, load=None, keep: Sequence[str] = ()) -> Scenario:

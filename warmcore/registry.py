@@ -1,6 +1,6 @@
 """Strategies by name, discovered: every module of ``warmcore.strategies`` is imported
 once and registers its classes with ``@register``, so adding a strategy is adding
-one file."""
+one file (in the package, or a module named in WARMCORE_PLUGINS: simcore/plugins.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import importlib
 import pkgutil
 
 from warmcore import strategies as _package
+from warmcore.simcore import plugins
 from warmcore.strategies.base import REGISTRY, Strategy
 
 _loaded = False
@@ -19,6 +20,7 @@ def _discover() -> None:
         return
     for mod in sorted(pkgutil.iter_modules(_package.__path__), key=lambda m: m.name):
         importlib.import_module(f"{_package.__name__}.{mod.name}")
+    plugins.discover()          # WARMCORE_PLUGINS: strategies of the user's own
     _loaded = True
 
 

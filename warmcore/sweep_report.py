@@ -35,8 +35,7 @@ REQUIRED = ("point_id", "replication", "error")
 BOOKKEEPING = {"point_id", "replication", "seed", "error", "partial", "warmcore_version",
                "spec_hash"}
 STRATEGY = "axis.strategy.name"
-# What an offered load sets (warmcore.comparison.load_field), and the axes that count CPUs.
-LOAD_AXES = [f"axis.workload.{f}" for f in ("rate_per_s", "clients", "connections", "jobs")]
+# The axes that count CPUs (what an offered load sets: load_axes()).
 CORE_AXES = [f"axis.{p}" for p in ("machine.cores", "server.cpus", "consumer.cpus",
                                    "producer.cpus", "machine.overrides.cores_per_socket")]
 LATENCY = ["latency_us.p99", "latency_us.p50", "latency_us.mean", "latency_us.max"]
@@ -45,6 +44,14 @@ CPU_PER_REQ = "cpu_us_per_req"
 
 
 # -- reading -----------------------------------------------------------------------------
+
+def load_axes() -> list[str]:
+    """The axes an offered load sets (warmcore.comparison.load_fields: every workload
+    kind's load field)."""
+    from warmcore.comparison import load_fields
+
+    return [f"axis.workload.{f}" for f in load_fields()]
+
 
 def load(results: str | Path):
     """The rows of a sweep (its output directory, or one Parquet file) and its spec
@@ -298,9 +305,10 @@ def _f(column: str) -> str:
 
 
 def _latency_vs_load(df):
-    x, y = _first(df, LOAD_AXES), _first(df, LATENCY)
+    x, y = _first(df, load_axes()), _first(df, LATENCY)
     if x is None:
-        return "no load axis (workload.rate_per_s, .clients, .connections or .jobs)"
+        fields = [a.removeprefix("axis.workload.") for a in load_axes()]
+        return f"no load axis (workload.{', .'.join(fields[:-1])} or .{fields[-1]})"
     if y is None:
         return "no latency figure kept (latency_us.p99, .p50, .mean or .max)"
     return _line(df, x, y, f"{y} against offered load")

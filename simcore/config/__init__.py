@@ -3,6 +3,7 @@
     schema.py   the pydantic models of a scenario and the caps of every range
     files.py    reading scenario, sweep and trace files (size caps, UTF-8, TOML guards)
     edit.py     the one edit path: --set, the API's set/with_/edit, the explorer's form
+    kinds.py    workload kinds: the descriptor each kind registers (models/workloads/)
     errors.py   ConfigError and the one translator of pydantic's errors into it
 
 A scenario is a TOML document (or a built-in one) plus ``--set PATH=VALUE``
@@ -28,6 +29,14 @@ from warmcore.simcore.config.errors import (
     config_error,
     plain_message,
     short_repr,
+)
+from warmcore.simcore.config.kinds import (
+    WORKLOADS,
+    WorkloadKind,
+    has_sockets,
+    kind_of,
+    register_workload,
+    workload_kinds,
 )
 from warmcore.simcore.config.files import (
     BUILTIN_DIR,
@@ -58,45 +67,34 @@ from warmcore.simcore.config.schema import (
     MAX_TRACE_EVENTS,
     MAX_US,
     MIN_US,
-    SOCKET_KINDS,
-    WORKLOAD_KINDS,
-    WORKLOAD_MODELS,
-    Batch,
-    ClosedLoop,
-    Connections,
     Effects,
     KeepAlive,
     KernelCfg,
     MachineCfg,
-    OpenLoop,
     ProcessCfg,
     ResourceCfg,
     RunCfg,
-    Saturating,
     Scenario,
     ServiceShape,
     Step,
-    Stream,
     StrategyCfg,
     Strict,
     WorkCfg,
     Workload,
-    has_sockets,
     over_cap,
     validate,
 )
 
 __all__ = [
-    "BUILTIN_DIR", "FLOAT_FLOOR", "MAX_COUNT", "MAX_FILE_BYTES", "MAX_HORIZON_S",
-    "MAX_IN_FLIGHT", "MAX_KIB", "MAX_LIST", "MAX_OPS", "MAX_PROGRAM_STEPS", "MAX_RATE",
-    "MAX_REPLICATIONS", "MAX_REQUESTS", "MAX_TOML_NESTING", "MAX_TRACE_ARRIVALS",
-    "MAX_TRACE_BYTES", "MAX_TRACE_EVENTS", "MAX_US", "MIN_US", "OWNED", "PLAIN_MESSAGES",
-    "SOCKET_KINDS", "WORKLOAD_KINDS", "WORKLOAD_MODELS", "Batch", "ClosedLoop", "ConfigError",
-    "Connections", "Effects", "KeepAlive", "KernelCfg", "MachineCfg", "OpenLoop", "ProcessCfg",
-    "ResourceCfg", "RunCfg", "Saturating", "Scenario", "ServiceShape", "Step", "Stream",
-    "StrategyCfg", "Strict", "WorkCfg", "Workload", "apply_sets", "builtin_names",
-    "changed_owners", "config_error", "decode_utf8", "edit_scenario", "has_sockets", "load",
+    "BUILTIN_DIR", "ConfigError", "Effects", "FLOAT_FLOOR", "KeepAlive", "KernelCfg",
+    "MAX_COUNT", "MAX_FILE_BYTES", "MAX_HORIZON_S", "MAX_IN_FLIGHT", "MAX_KIB", "MAX_LIST",
+    "MAX_OPS", "MAX_PROGRAM_STEPS", "MAX_RATE", "MAX_REPLICATIONS", "MAX_REQUESTS",
+    "MAX_TOML_NESTING", "MAX_TRACE_ARRIVALS", "MAX_TRACE_BYTES", "MAX_TRACE_EVENTS", "MAX_US",
+    "MIN_US", "MachineCfg", "OWNED", "PLAIN_MESSAGES", "ProcessCfg", "ResourceCfg", "RunCfg",
+    "Scenario", "ServiceShape", "Step", "StrategyCfg", "Strict", "WORKLOADS", "WorkCfg",
+    "Workload", "WorkloadKind", "apply_sets", "builtin_names", "changed_owners",
+    "config_error", "decode_utf8", "edit_scenario", "has_sockets", "kind_of", "load",
     "over_cap", "parse_set", "parse_toml", "plain_message", "read_capped",
-    "read_scenario_dict", "read_text", "resets", "set_path", "set_run_limit", "short_repr",
-    "toml_nesting", "validate",
+    "read_scenario_dict", "read_text", "register_workload", "resets", "set_path",
+    "set_run_limit", "short_repr", "toml_nesting", "validate", "workload_kinds",
 ]

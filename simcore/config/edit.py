@@ -23,12 +23,8 @@ from typing import Any
 
 from warmcore.simcore.config.errors import ConfigError, short_repr
 from warmcore.simcore.config.files import MAX_TOML_NESTING, read_scenario_dict, toml_nesting
-from warmcore.simcore.config.schema import (
-    WORKLOAD_MODELS,
-    Scenario,
-    ServiceShape,
-    validate,
-)
+from warmcore.simcore.config.kinds import WORKLOADS
+from warmcore.simcore.config.schema import Scenario, ServiceShape, validate
 
 # {dotted.path: value}, or (dotted.path, value) pairs applied in order
 Changes = Mapping[str, Any] | Iterable[tuple[str, Any]]
@@ -155,15 +151,17 @@ def _reset(data: dict, owner: str, after: dict, keep: Sequence[str]) -> None:
 
 def _switch_kind(data: dict, after: dict) -> None:
     """The workload as the kind it has in ``after``: the service shape kept, the kind's
-    own fields at their defaults; an open loop gets the old rate, or OPEN_LOOP_LOAD of
-    one CPU at the mean service time (the new one, if the edit changes it)."""
+    own fields at their defaults; a kind that needs a rate (``WorkloadKind.needs_rate``:
+    an open loop) gets the old one, or OPEN_LOOP_LOAD of one CPU at the mean service
+    time (the new one, if the edit changes it)."""
     old, new = data.get("workload"), after.get("workload")
     if not (isinstance(old, dict) and isinstance(new, dict)):
         return                          # validation names what is wrong
     kind = new.get("kind")
     data["workload"] = {"kind": kind,
                         **{k: v for k, v in old.items() if k in ServiceShape.model_fields}}
-    if kind != "open":
+    described = WORKLOADS.get(kind) if isinstance(kind, str) else None
+    if described is None or not described.needs_rate:
         return
     rate = old.get("rate_per_s", _default_rate(old.get("kind")))
     service_us = new.get("service_us", ServiceShape.model_fields["service_us"].default)
@@ -179,8 +177,8 @@ def _positive(x) -> bool:
 
 def _default_rate(kind) -> float | None:
     """The rate a workload of ``kind`` has when it does not say (None: no rate)."""
-    model = WORKLOAD_MODELS.get(kind) if isinstance(kind, str) else None
-    field = model.model_fields.get("rate_per_s") if model else None
+    described = WORKLOADS.get(kind) if isinstance(kind, str) else None
+    field = described.config.model_fields.get("rate_per_s") if described else None
     return field.default if field else None
 
 

@@ -107,7 +107,8 @@ def config_error(e: ValidationError, prefix: str = "", *,
     loc = [x for i, x in enumerate(loc) if not (i > 0 and x in tags.get(loc[i - 1], ()))]
     cause = err.get("ctx", {}).get("error")
     if isinstance(cause, ConfigError):         # a validator that names its field itself
-        return ConfigError(".".join([*loc, cause.field]), cause.reason).under(prefix, aliases)
+        field = ".".join(p for p in (*loc, cause.field) if p)    # "": the table itself
+        return ConfigError(field, cause.reason).under(prefix, aliases)
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = unknown

@@ -12,9 +12,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    create_model,
+    model_validator,
+)
 
-from warmcore.simcore.config.errors import ConfigError, config_error
+from warmcore.simcore.config.errors import ConfigError, config_error, short_repr
+from warmcore.simcore.config.kinds import WORKLOADS, workload_kinds
+from warmcore.simcore.distributions import DISTRIBUTIONS
+from warmcore.simcore.machine import EFFECTS
 
 # Caps (docs/formats.md "Ranges and caps"). Past them a run's cost or memory is
 # unbounded in practice, or float time loses its resolution; every one is a
@@ -42,7 +54,10 @@ MicrosOrZero = Annotated[float, Field(ge=0, le=MAX_US)]
 Kib = Annotated[float, Field(ge=0, le=MAX_KIB)]
 Count = Annotated[int, Field(gt=0, le=MAX_COUNT)]
 Cv = Annotated[float, Field(gt=0, le=100)]                   # coefficient of variation
-DistKind = Literal["deterministic", "exponential", "lognormal", "empirical"]
+# The distributions a scenario may name (simcore/distributions.py, a class each).
+DistKind = Literal[tuple(DISTRIBUTIONS)]
+# A program step draws from its own mean and shape: any but an empirical list.
+StepDist = Literal[tuple(n for n, d in DISTRIBUTIONS.items() if "values" not in d.uses)]
 
 
 FLOAT_FLOOR = 1e-3      # a non-zero float knob smaller than this is a typo or an attack
@@ -78,17 +93,13 @@ class Strict(BaseModel):
                               allow_inf_nan=False)
 
 
-class Effects(Strict):
-    """Hardware effects; None means the preset's default (off on ideal, on elsewhere)."""
-
-    caches: bool | None = None
-    coherence: bool | None = None
-    contention: bool | None = None
-    membus: bool | None = None
-    smt: bool | None = None
-    dvfs: bool | None = None
-    switch_costs: bool | None = None
-    energy: bool | None = None
+# [machine.effects]: one optional switch per hardware effect (simcore.machine.EFFECTS);
+# None means the preset's default (off on ideal, on elsewhere).
+Effects = create_model(
+    "Effects", __base__=Strict,
+    __doc__="Hardware effects; None means the preset's default (off on ideal, on elsewhere).",
+    **{name: (bool | None, Field(default=None, description=what))
+       for name, what in EFFECTS.items()})
 
 
 class MachineCfg(Strict):
@@ -148,107 +159,24 @@ class KeepAlive(ServiceShape):
         return self
 
 
-class OpenLoop(KeepAlive):
-    """Requests at a set rate, whatever the responses (wrk2, Jetty Load Generator)."""
-
-    kind: Literal["open"]
-    arrival: Literal["poisson", "constant", "trace"] = "poisson"
-    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] | None = None
-    trace_file: str | None = None
-    connections: Count = Field(default=1, description='requests spread over this many connections')
-
-    @model_validator(mode="after")
-    def _rate_or_trace(self):
-        if self.arrival == "trace":
-            if not self.trace_file:
-                raise ConfigError("trace_file", "arrival 'trace' needs a trace_file")
-        elif self.rate_per_s is None:
-            raise ConfigError("rate_per_s", "an open-loop workload needs a rate")
-        return self
+def _workload_of_its_kind(value):
+    """The [workload] table validated by its kind's own model (simcore/config/kinds.py:
+    every kind registers one); a model already validated passes as it is."""
+    if isinstance(value, ServiceShape):
+        return value
+    if not isinstance(value, dict):
+        raise ConfigError("", f"should be a table (got {short_repr(value)})")
+    known = ", ".join(workload_kinds())
+    if "kind" not in value:
+        raise ConfigError("kind", f"missing; one of {known}")
+    kind = WORKLOADS.get(value["kind"]) if isinstance(value["kind"], str) else None
+    if kind is None:
+        raise ConfigError("", f"unknown workload kind; known: {known}")
+    return kind.config.model_validate(value)
 
 
-class ClosedLoop(ServiceShape):
-    """N clients, each sending its next request a think time after the last response."""
-
-    kind: Literal["closed"]
-    clients: Count = 10
-    think: DistKind = "exponential"
-    think_us: MicrosOrZero = 1000.0
-
-
-class Saturating(ServiceShape):
-    """K pipelined connections, each always with its next request ready."""
-
-    kind: Literal["saturating"]
-    connections: Count = 1
-    depth: Annotated[int, Field(gt=0, le=1024)] = Field(default=8, description=(
-        "requests each connection keeps in flight (a load tool's pipelining depth; "
-        "the EWYK benchmark submits 1, 2 or 4 per call, mean 1.75: "
-        "jetty-util EWYKBenchmark.testStrategy)"))
-    batches: Annotated[list[Count], Field(min_length=1, max_length=MAX_LIST)] | None = Field(
-        default=None, description=(
-            "None: each connection keeps `depth` requests in flight. A list: each "
-            "connection sends a batch of independent requests whose size is drawn "
-            "uniformly from the list, and the next batch only once all are answered "
-            "(a client that submits r futures and waits for all of them; "
-            "jetty-util EWYKBenchmark.testStrategy: [4, 2, 2, 1, 1, 1, 1, 1])"))
-
-
-class Batch(ServiceShape):
-    """N jobs released together at time 0; the run reports its makespan."""
-
-    kind: Literal["batch"]
-    jobs: Count = 8
-
-
-class Connections(KeepAlive):
-    """Many connections, each with its own Poisson stream of requests."""
-
-    kind: Literal["connections"]
-    connections: Count = 100
-    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] = Field(
-        default=1000.0, description='total over all connections')
-    arrival: Literal["poisson", "constant"] = "poisson"
-
-
-class Stream(ServiceShape):
-    """producer -> server -> consumer messages; producer and consumer are co-located
-    processes with their own CPU cost per message and affinity."""
-
-    kind: Literal["stream"]
-    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] | None = Field(
-        default=None, description='None: the producer sends as fast as it can')
-    window: Count = Field(default=64, description='messages in flight when saturating')
-    producer_us: MicrosOrZero = 2.0
-    consumer_us: MicrosOrZero = 2.0
-    producers: Annotated[int, Field(gt=0, le=1024)] = 1
-    consumers: Annotated[int, Field(gt=0, le=1024)] = 1
-    tcp: bool = Field(default=False, description=(
-        'producer, server and consumer talk over loopback TCP: the producer pays its '
-        'write (with the server side\'s receive softirq), the server its read and write, '
-        'the consumer one read per wake-up for all it finds; socket wake-ups are sync '
-        'wake-ups. Off unless the scenario sets it (`contended` does): docs/model.md, '
-        'Known departures'))
-
-
-Workload = Annotated[OpenLoop | ClosedLoop | Saturating | Batch | Connections | Stream,
-                     Field(discriminator="kind")]
-WORKLOAD_MODELS = {"open": OpenLoop, "closed": ClosedLoop, "saturating": Saturating,
-                   "batch": Batch, "connections": Connections, "stream": Stream}
-WORKLOAD_KINDS = tuple(WORKLOAD_MODELS)
-# Workloads whose requests reach the server over a socket it reads and answers on
-# (loopback TCP, models/syscalls.py). Not a batch (no sockets), and the
-# producer -> server -> consumer stream only with `workload.tcp` (has_sockets; on in
-# `contended`, docs/model.md "The contended scenario's defaults").
-SOCKET_KINDS = ("open", "closed", "saturating", "connections")
-
-
-def has_sockets(workload) -> bool:
-    """Does the server read its requests from, and answer on, loopback TCP sockets?"""
-    return workload.kind in SOCKET_KINDS or bool(getattr(workload, "tcp", False))
-
-
-StepDist = Literal["deterministic", "exponential", "lognormal"]
+# The [workload] table: a model of the kind it names, dumped with all its fields.
+Workload = SerializeAsAny[Annotated[ServiceShape, BeforeValidator(_workload_of_its_kind)]]
 
 
 class Step(Strict):
@@ -531,4 +459,4 @@ def validate(data: dict) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        raise config_error(e, tags={"workload": WORKLOAD_KINDS}) from None
+        raise config_error(e) from None

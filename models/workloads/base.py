@@ -1,0 +1,248 @@
+"""What every load generator shares: connections, the requests a scenario's work
+shape makes (their produce and consume segments), and the ``Workload`` base that
+hands requests to the strategy and takes them back when handled.
+
+Requests arrive on *connections*. A workload appends a request to its
+connection's inbox and tells the strategy (``strategy.on_arrival(conn)``),
+the way a NIC and epoll make a socket readable; the strategy decides which
+thread produces (parses) and which consumes (handles) it, and calls
+``ctx.done(req, thread)`` when it has been handled.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from warmcore.simcore.config import ConfigError, has_sockets, kind_of
+from warmcore.simcore.distributions import sampler
+from warmcore.simcore.work import (
+    CODE,
+    SHARED,
+    STEP_ACQUIRE,
+    STEP_CALL,
+    STEP_RELEASE,
+    STEP_RUN,
+    TASK,
+    THREAD,
+    Footprint,
+    Program,
+    Request,
+    Segment,
+)
+
+LINE = 64
+
+
+class Connection:
+    """A client connection: the requests that have arrived on it and not yet been
+    taken by the server. A *serial* connection (HTTP/1.1, pipelined or not) hands
+    the server one request at a time: the next is readable only once the previous
+    has been handled, and the strategy hears of it then (``on_arrival``)."""
+
+    __slots__ = ("busy", "data", "id", "inbox", "owner", "serial")
+
+    def __init__(self, cid: int, serial: bool = False):
+        self.id = cid
+        self.inbox: deque[Request] = deque()
+        self.owner = None     # the strategy may pin a connection to a loop or thread
+        self.data = None
+        self.serial = serial
+        self.busy = False     # serial: a request of this connection is being handled
+
+    def take(self) -> Request | None:
+        """The next request to produce, or None (nothing arrived, or busy)."""
+        if self.busy or not self.inbox:
+            return None
+        if self.serial:
+            self.busy = True
+        return self.inbox.popleft()
+
+
+def notify_after_append(conn: Connection, req: Request) -> bool:
+    """Queue ``req`` on ``conn``; should the strategy be told? Each notification
+    stands for exactly one request that ``take`` will return: every arrival on an
+    ordinary connection; on a serial one, only an arrival that makes an idle,
+    empty connection readable (the rest are announced one by one as the
+    connection is released)."""
+    inbox = conn.inbox
+    inbox.append(req)
+    if conn.serial:
+        return not conn.busy and len(inbox) == 1
+    return True
+
+
+def work_ips(ctx) -> float:
+    """Instructions per microsecond-of-work second: the reference preset's if the
+    scenario names one (work.reference_preset), else the simulated machine's."""
+    ref = ctx.cfg.work.reference_preset
+    if ref is None:
+        return ctx.machine.nominal_ips
+    from warmcore.models.presets import get_preset, nominal_ips
+
+    try:
+        return nominal_ips(get_preset(ref))
+    except KeyError as e:
+        raise ConfigError("work.reference_preset", e.args[0]) from None
+
+
+_new_tuple = tuple.__new__
+
+
+class RequestFactory:
+    """Builds requests and their produce/consume segments from the scenario's
+    service distribution and work shape."""
+
+    def __init__(self, ctx):
+        wl = ctx.cfg.workload
+        work = ctx.cfg.work
+        self.ips = work_ips(ctx)
+        streams = ctx.streams
+        self.service = sampler(wl.service, wl.service_us * 1e-6, streams.generator("service"),
+                               cv=wl.service_cv,
+                               values_s=[v * 1e-6 for v in wl.service_values_us or ()])
+        self.backend = (sampler("exponential", work.backend_us * 1e-6,
+                                streams.generator("backend")) if work.backend_us else None)
+        self.produce_ins = work.produce_us * 1e-6 * self.ips
+        self.task_lines = work.task_kib * 1024 / LINE
+        thread_lines = work.thread_kib * 1024 / LINE
+        code_lines = work.code_kib * 1024 / LINE
+        shared_lines = work.shared_kib * 1024 / LINE
+        common = []
+        if thread_lines:
+            common.append(Footprint(THREAD, None, thread_lines, True))
+        if code_lines:
+            common.append(Footprint(CODE, "handler", code_lines, False))
+        if shared_lines:
+            common.append(Footprint(SHARED, "shared", shared_lines, True))
+        self.common = tuple(common)
+        self.parse_common = tuple(f for f in common if f.kind != SHARED)
+        # Per-connection state (parser, channel, buffers): reused by every request of
+        # the connection and written by whoever produces or consumes it.
+        self.conn_lines = work.conn_kib * 1024 / LINE
+        self.conn_rest: dict[int, tuple] = {}     # conn -> _conn_parts(conn)
+        self.contended_ops = round(work.contended_ops)
+        self.invocation = work.invocation
+        self.next_id = 0
+        self.program = self._program_plan(work.program, streams) if work.program else None
+        self.pure = not (self.produce_ins or self.task_lines or self.common or self.conn_lines
+                         or self.contended_ops or self.backend
+                         or self.invocation != "BLOCKING" or self.program)
+
+    def _program_plan(self, steps, streams):
+        """(kind, how to make its argument) per step; each compute or call step with a
+        distribution of its own draws from a stream of its own ("program-<i>")."""
+        plan = []
+        for i, st in enumerate(steps):
+            if st.compute_us is not None or st.call_us is not None:
+                mean = (st.compute_us if st.compute_us is not None else st.call_us) * 1e-6
+                draw = sampler(st.distribution, mean, streams.generator(f"program-{i}"),
+                               cv=st.cv)
+                plan.append((STEP_RUN if st.compute_us is not None else STEP_CALL, draw))
+            elif st.service_share is not None:
+                plan.append((STEP_RUN, st.service_share))
+            elif st.acquire is not None:
+                plan.append((STEP_ACQUIRE, st.acquire))
+            else:
+                plan.append((STEP_RELEASE, st.release))
+        return plan
+
+    def _make_program(self, s: float, footprint: tuple) -> Program:
+        """The consume step as a program: ``s`` is the request's service demand (s);
+        the request's footprint and contended ops go with its first compute step."""
+        steps = []
+        fp = footprint
+        ops = self.contended_ops
+        for kind, arg in self.program:
+            if kind == STEP_RUN:
+                secs = s * arg if type(arg) is float else arg()
+                seg = Segment(secs * self.ips, fp, ops, "contended" if ops else None, 0.0,
+                              "consume")
+                fp, ops = (), 0
+                steps.append((STEP_RUN, seg))
+            elif kind == STEP_CALL:
+                steps.append((STEP_CALL, arg()))
+            else:
+                steps.append((kind, arg))
+        return Program(tuple(steps))
+
+    def make(self, now: float, conn: int = 0) -> Request:
+        rid = self.next_id
+        self.next_id = rid + 1
+        req = Request(rid, now, conn)
+        if self.pure:
+            # Pure compute (the queueing-theory case): one bare segment.
+            req.consume = Segment(self.service() * self.ips, (), 0, None, 0.0, "consume")
+            return req
+        s = self.service()
+        req.invocation = self.invocation
+        lines = self.task_lines
+        # Footprints built with tuple.__new__ (a NamedTuple's own __new__ is a Python
+        # function), and the connection's part joined with the common ones once per
+        # connection: the same tuples, fewer calls per request.
+        task = (_new_tuple(Footprint, (TASK, rid, lines, True)),) if lines else ()
+        rest = self.conn_rest.get(conn)
+        if rest is None:
+            rest = self.conn_rest[conn] = self._conn_parts(conn)
+        parse_rest, consume_rest = rest
+        if self.produce_ins:
+            req.produce = Segment(self.produce_ins, task + parse_rest, label="produce")
+            task = (_new_tuple(Footprint, (TASK, rid, lines, False)),) if lines else ()
+        if self.program is not None:
+            req.consume = self._make_program(s, task + consume_rest)
+            return req
+        req.consume = Segment(s * self.ips, task + consume_rest, self.contended_ops,
+                              "contended" if self.contended_ops else None,
+                              self.backend() if self.backend else 0.0, "consume")
+        return req
+
+    def _conn_parts(self, conn: int) -> tuple:
+        """(produce's, consume's) footprints after the task's: the connection's state
+        (if any) and the common ones."""
+        cstate = ((Footprint(SHARED, ("conn", conn), self.conn_lines, True),)
+                  if self.conn_lines else ())
+        return cstate + self.parse_common, cstate + self.common
+
+
+class Workload:
+    """Base: a set of connections feeding a strategy."""
+
+    def __init__(self, ctx, n_connections: int):
+        self.ctx = ctx
+        self.env = ctx.env
+        self.factory = RequestFactory(ctx)
+        wl = ctx.cfg.workload
+        self.serial = wl.serial if wl.serial is not None else kind_of(wl).serial
+        self.connections = [Connection(i, self.serial) for i in range(n_connections)]
+        # The thread that reports a request done writes its response to the socket
+        # (models/syscalls.py: loopback TCP, the peer's receive softirq included); only
+        # workloads with sockets (simcore.config.has_sockets).
+        self.write_s = (ctx.machine.syscall_cost("write", kib=ctx.cfg.work.response_kib)
+                        if has_sockets(wl) else 0.0)
+        if type(self).finished is Workload.finished and not self.serial and not self.write_s:
+            self.finished = ctx.recorder.complete   # one call fewer per request
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def deliver(self, req: Request, conn: Connection) -> None:
+        """A request reaches the server: it is in the system from now on."""
+        ctx = self.ctx
+        ctx.recorder.arrive(req)
+        if notify_after_append(conn, req):
+            ctx.strategy.on_arrival(conn)
+
+    def finished(self, req: Request, thread) -> None:
+        """The server handled ``req`` (called through ctx.done): ``thread`` writes the
+        response."""
+        if self.write_s:
+            thread.charge_io(self.write_s)
+        self.ctx.recorder.complete(req)
+        self.release(req)
+
+    def release(self, req: Request) -> None:
+        """A serial connection may hand over its next request."""
+        if self.serial:
+            conn = self.connections[req.conn]
+            conn.busy = False
+            if conn.inbox:
+                self.ctx.strategy.on_arrival(conn)

@@ -1,0 +1,255 @@
+"""Open loops: requests at a set rate whatever the responses (wrk2, Jetty's load
+generator), Poisson, constant or from a trace of arrival times, over one connection
+or many (``open``), and many keep-alive connections with a Poisson stream each
+(``connections``). Two workload kinds, one generator."""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from warmcore.models.workloads.base import Connection, Workload, notify_after_append
+from warmcore.simcore.config import (
+    MAX_HORIZON_S,
+    MAX_RATE,
+    MAX_TRACE_ARRIVALS,
+    MAX_TRACE_BYTES,
+    ConfigError,
+    KeepAlive,
+    WorkloadKind,
+    read_text,
+    register_workload,
+)
+from warmcore.simcore.config.schema import Count
+from warmcore.simcore.distributions import sampler
+from warmcore.simcore.kernel import clock, fast_timeout
+from warmcore.simcore.work import Request
+
+
+class OpenLoopCfg(KeepAlive):
+    """Requests at a set rate, whatever the responses (wrk2, Jetty Load Generator)."""
+
+    kind: Literal["open"]
+    arrival: Literal["poisson", "constant", "trace"] = "poisson"
+    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] | None = None
+    trace_file: str | None = None
+    connections: Count = Field(default=1, description='requests spread over this many connections')
+
+    @model_validator(mode="after")
+    def _rate_or_trace(self):
+        if self.arrival == "trace":
+            if not self.trace_file:
+                raise ConfigError("trace_file", "arrival 'trace' needs a trace_file")
+        elif self.rate_per_s is None:
+            raise ConfigError("rate_per_s", "an open-loop workload needs a rate")
+        return self
+
+
+class ConnectionsCfg(KeepAlive):
+    """Many connections, each with its own Poisson stream of requests."""
+
+    kind: Literal["connections"]
+    connections: Count = 100
+    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] = Field(
+        default=1000.0, description='total over all connections')
+    arrival: Literal["poisson", "constant"] = "poisson"
+
+
+class OpenLoop(Workload):
+    """Poisson or constant-rate arrivals, or a trace of arrival times; requests go to
+    connections at random (Poisson superposition: one stream at the total rate with
+    uniformly chosen connections is the same as one Poisson stream per connection)."""
+
+    def __init__(self, ctx):
+        wl = ctx.cfg.workload
+        super().__init__(ctx, wl.connections)
+        g = ctx.streams.generator("arrivals")
+        self.times = None
+        if wl.arrival == "trace":
+            self.times = read_trace(wl.trace_file)
+        elif wl.arrival == "poisson":
+            self.gap = sampler("exponential", 1.0 / wl.rate_per_s, g)
+        else:
+            self.gap = sampler("deterministic", 1.0 / wl.rate_per_s, g)
+        n = wl.connections
+        self.pick = sampler("empirical", 0, ctx.streams.generator("connections"),
+                            values_s=list(range(n))) if n > 1 else None
+        # One request in flight per connection (wrk, wrk2): the ones due meanwhile wait
+        # at the client; ``unanswered[c]`` from a send until its response.
+        self.held = None
+        if self.serial and not wl.pipelined:      # the open and connections kinds
+            self.held = [deque() for _ in range(n)]
+            self.unanswered = [False] * n
+            self.turnaround_s = wl.client_turnaround_us * 1e-6
+
+    # Event elision. An arrival needs an event of its own only if something reacts
+    # to it at that instant: an idle thread to wake. A strategy that can tell says so
+    # with ``arrival_wakes()``; while it answers False, arrivals are materialised
+    # later, in time order and with their own timestamps, by ``catch_up(now)``, which
+    # the recorder calls before each of its events and the strategy calls (through
+    # ``ctx.arrivals_may_wake``) when a thread goes idle. The arrival times, service
+    # demands and every result are the same as with one event per arrival; only
+    # events that change nothing are left out.
+
+    def start(self) -> None:
+        if self.times is not None:
+            self.env.process(self._trace_arrivals())
+            return
+        self.t_next = self.gap()
+        self.rec = self.ctx.recorder
+        self.rec.next_due = self.t_next
+        self.pending = False
+        # Bound once: _deliver_next runs once per request.
+        self.make = self.factory.make
+        self.arrive = self.ctx.recorder.arrive
+        self.on_arrival = self.ctx.strategy.on_arrival
+        self.wakes = self.ctx.strategy.arrival_wakes
+        self.ctx.recorder.catch_up = self.catch_up
+        self.ctx.arrivals_may_wake = self.poke
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if not self.pending and self.wakes():
+            self.pending = True
+            env = self.env
+            # An arrival already due (deferred) gets an event now, so it is delivered
+            # after the caller has finished parking, never in the middle of it.
+            delay = self.t_next - clock(env)
+            fast_timeout(env, delay if delay > 0.0 else 0.0).callbacks.append(
+                self._arrival_event)
+
+    def _arrival_event(self, _ev) -> None:
+        self.pending = False
+        k = self.ctx.kernel
+        k.collect_wakes()
+        self._deliver_next()
+        now = clock(self.env)
+        if self.t_next <= now:
+            self.catch_up(now)
+        self._schedule()
+        k.run_collected()
+
+    def _deliver_next(self) -> None:
+        t = self.t_next
+        self.t_next = self.rec.next_due = t + self.gap()
+        c = self.connections[int(self.pick())] if self.pick else self.connections[0]
+        req = self.make(t, c.id)
+        self.arrive(req)
+        if not c.serial:            # notify_after_append, inlined for the common case
+            c.inbox.append(req)
+            self.on_arrival(c)
+        else:
+            self._hand_over(c, req)
+
+    def deliver(self, req: Request, conn: Connection) -> None:
+        self.ctx.recorder.arrive(req)
+        self._hand_over(conn, req)
+
+    def _hand_over(self, c: Connection, req: Request) -> None:
+        """Send an arrived request on ``c``, or, one request in flight per connection,
+        hold it at the client while ``c`` awaits a response."""
+        if self.held is not None:
+            if self.unanswered[c.id]:
+                self.held[c.id].append(req)     # waits for the previous response
+                return
+            self.unanswered[c.id] = True
+        self._send_held(c, req)
+
+    def release(self, req: Request) -> None:
+        if self.held is None:
+            super().release(req)
+            return
+        conn = self.connections[req.conn]
+        conn.busy = False
+        held = self.held[conn.id]
+        if not held:
+            self.unanswered[conn.id] = False
+            return
+        nxt = held.popleft()
+        if self.turnaround_s > 0.0:
+            self.env.timeout(self.turnaround_s).callbacks.append(
+                lambda _e: self._send_held_later(conn, nxt))
+        else:
+            self._send_held(conn, nxt)
+
+    def _send_held(self, conn: Connection, req: Request) -> None:
+        """The request reaches the server's socket."""
+        if notify_after_append(conn, req):
+            self.ctx.strategy.on_arrival(conn)
+
+    def _send_held_later(self, conn: Connection, req: Request) -> None:
+        k = self.ctx.kernel                     # outside any thread: as _arrival_event
+        k.collect_wakes()
+        self._send_held(conn, req)
+        k.run_collected()
+
+    def catch_up(self, now: float) -> None:
+        """Deliver every arrival due by ``now`` that had no event of its own; stop once
+        the run has overflowed (run.max_in_flight): an overload of any size then costs
+        at most that many requests of memory."""
+        rec = self.rec
+        while self.t_next <= now and not rec.overflowed:
+            self._deliver_next()
+
+    # A thread went idle: the next arrival may now wake it. (No delivery here: the
+    # caller is between registering as idle and parking, and must not be woken.)
+    poke = _schedule
+
+    def _trace_arrivals(self):
+        env = self.env
+        make = self.factory.make
+        conns = self.connections
+        pick = self.pick
+        rec = self.ctx.recorder
+        for t in self.times:
+            if t > env.now:
+                yield env.timeout(t - env.now)
+            if rec.overflowed:          # arrivals at one instant never advance time
+                return
+            c = conns[int(pick())] if pick else conns[0]
+            self.deliver(make(env.now, c.id), c)
+        self.ctx.recorder.source_exhausted = True
+
+
+def read_trace(path: str) -> array:
+    """Arrival times in seconds, one per line (blank lines and # comments skipped),
+    finite, non-decreasing, within MAX_HORIZON_S, at most MAX_TRACE_ARRIVALS of them
+    (held as 8-byte floats)."""
+    field = "workload.trace_file"
+    text = read_text(path, field, MAX_TRACE_BYTES)
+    times = array("d")
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip().split(",")[0]
+        if not line:
+            continue
+        try:
+            t = float(line)
+        except ValueError:
+            raise ConfigError(field, f"{path}:{n}: {line!r} is not a time in seconds") from None
+        if not 0 <= t <= MAX_HORIZON_S:
+            raise ConfigError(field, f"{path}:{n}: {line!r} is not a time in seconds from 0 to "
+                                     f"{MAX_HORIZON_S:g}")
+        if times and t < times[-1]:
+            raise ConfigError(field, f"{path}:{n}: times must be non-decreasing")
+        if len(times) == MAX_TRACE_ARRIVALS:
+            raise ConfigError(field, f"{path}:{n}: more than {MAX_TRACE_ARRIVALS:,} arrivals")
+        times.append(t)
+    if not times:
+        raise ConfigError(field, f"{path} holds no arrival times")
+    return times
+
+
+def _rate(workload) -> float | None:
+    """What an open loop offers: its rate (None for a trace: set by the file)."""
+    return getattr(workload, "rate_per_s", None)
+
+
+register_workload(WorkloadKind(
+    "open", OpenLoopCfg, OpenLoop, load_field="rate_per_s", offered_rate=_rate,
+    needs_rate=True, description="requests at a set rate, or from a trace, over connections"))
+register_workload(WorkloadKind(
+    "connections", ConnectionsCfg, OpenLoop, load_field="rate_per_s", offered_rate=_rate,
+    description="many connections, each with its own Poisson stream"))
