@@ -25,7 +25,7 @@ BOUNDS = {"workload.service_us": (4.0, 40.0), "work.code_kib": (16.0, 512.0),
           "work.thread_kib": (4.0, 128.0), "work.task_kib": (1.0, 32.0),
           "work.produce_us": (0.5, 12.0)}
 FIGS = ("throughput_rps", "ipc", "llc_loads_per_req", "l1d_misses_per_req",
-        "cpu_us_per_req", "latency_p50_us", "instructions_per_req",
+        "cpu_us_per_req", "p50_us", "instructions_per_req",
         "llc_misses_per_req")
 SEEDS = [1, 2]
 REQUESTS = 3000

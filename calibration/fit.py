@@ -40,13 +40,14 @@ from warmcore.simcore.config import ConfigError, config_error, parse_toml, read_
 # Figures a measurement may state, and how each is read from a result. Per-request
 # figures have the names warmcore's results give them (Result.per_request(), compare
 # --json, sweep reports: ``cpu_us_per_req``, ``llc_loads_per_req``, ``switches_per_req``,
-# ``migrations_per_req``) and the same ``_per_req`` ending for the others.
+# ``migrations_per_req``) and the same ``_per_req`` ending for the others; latencies
+# are named as there too (``p50_us``, ``p99_us``; ``p90_us`` and ``mean_us`` alike).
 FIGURES = {
     "throughput_rps": lambda r: r.throughput_rps,
-    "latency_mean_us": lambda r: r.latency_us.mean,
-    "latency_p50_us": lambda r: r.latency_us.p50,
-    "latency_p90_us": lambda r: r.latency_us.p90,
-    "latency_p99_us": lambda r: r.latency_us.p99,
+    "mean_us": lambda r: r.latency_us.mean,
+    "p50_us": lambda r: r.latency_us.p50,
+    "p90_us": lambda r: r.latency_us.p90,
+    "p99_us": lambda r: r.latency_us.p99,
     "cpus_utilized": lambda r: r.cpus_utilized,
     "ipc": lambda r: r.ipc,
     "ghz": lambda r: r.ghz,
@@ -72,6 +73,10 @@ RENAMED = {
     "l1d_misses_per_request": "l1d_misses_per_req",
     "context_switches_per_request": "switches_per_req",
     "cpu_migrations_per_request": "migrations_per_req",
+    "latency_mean_us": "mean_us",
+    "latency_p50_us": "p50_us",
+    "latency_p90_us": "p90_us",
+    "latency_p99_us": "p99_us",
 }
 
 

@@ -10,7 +10,7 @@ import warmcore
 
 
 PREDICTED = ("throughput_rps", "cpus_utilized", "ipc", "llc_loads_per_req",
-             "latency_p99_us")
+             "p99_us")
 
 
 def predictions(cal, strategies=None, draws: int = 4) -> list[dict]:

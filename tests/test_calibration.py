@@ -22,7 +22,7 @@ EXAMPLE = "examples/jetty-8"
 
 TRUTH = {"workload.service_us": 30.0, "work.thread_kib": 48.0}
 KEYS = ("throughput_rps", "ipc", "llc_loads_per_req", "cpu_us_per_req",
-        "latency_p50_us")
+        "p50_us")
 
 
 def _synthetic(seeds=(1, 2), requests=2000):
@@ -124,7 +124,7 @@ def test_per_request_figures_have_the_names_and_values_of_the_results():
     r = warmcore.simulate(warmcore.Scenario.load("pipeline"), requests=300)
     shown = r.per_request()
     for name in ("cpu_us_per_req", "llc_loads_per_req", "switches_per_req",
-                 "migrations_per_req", "throughput_rps", "ipc", "ghz"):
+                 "migrations_per_req", "throughput_rps", "ipc", "ghz", "p50_us", "p99_us"):
         assert FIGURES[name](r) == shown[name], name
     assert not [k for k in FIGURES if "_per_" in k and not k.endswith("_per_req")]
     assert set(PER_REQUEST) <= set(FIGURES) and set(RENAMED.values()) <= set(FIGURES)
