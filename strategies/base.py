@@ -8,7 +8,7 @@ thread the ``write`` of the response (every workload but a batch, which has no
 sockets). A strategy charges the other system calls its real counterpart makes
 (``thread.syscall``; reads with ``self.read(t, n)``): docs/strategies.md lists them.
 
-It reaches the machine only through these documented calls (simcore/kernel.py):
+It reaches the machine only through these documented calls (simcore/kernel/threads.py):
 
 * ``ctx.kernel.spawn(process, name, body, cpus=None)``: a new thread running the
   generator ``body(thread)``; ``ctx.kernel.wake(thread, waker)``: futex wake;
