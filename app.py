@@ -18,9 +18,9 @@ import streamlit as st
 
 import warmcore
 from warmcore.registry import strategies as all_strategies
-from warmcore.simcore.config import changed_owners, resets, workload_kinds
+from warmcore.simcore.config import changed_owners, files_named, resets, workload_kinds
 # the job manager, the tables and charts: layer 4, tested without Streamlit
-from warmcore import jobs
+from warmcore import jobs, uploads
 from warmcore.explorer_charts import breakdown_chart, curve_charts, timeline_chart
 from warmcore.explorer_data import (
     comparison_deltas, comparison_frame, curve_deltas, curve_frame, curve_runs, curves_of,
@@ -33,7 +33,7 @@ DEFAULT_STRATEGIES = ("pc", "pec", "epc")
 # The first view runs the built-in scenario at this many requests at most, so it
 # appears within a few seconds; the run-length control raises it.
 DEFAULT_REQUESTS = 3000
-MAX_UPLOAD_BYTES = 64 * 1024
+MAX_UPLOAD_BYTES = uploads.MAX_SCENARIO_BYTES
 # The page waits this long for the comparison's runs (the script polls the worker
 # thread, drawing progress, with a Stop button; any click ends the wait and the next
 # script run finds the same runs going). Past it, a fragment keeps polling each second.
@@ -118,7 +118,7 @@ def ended(slot: str, stop_key: str):
         return HALT
     st.session_state[slot] = None
     if job.error is not None:
-        st.error(f"run failed: {job.error_line}")
+        st.error(f"run failed: {uploads.as_shown(job.error_line)}")
         return HALT
     return job
 
@@ -126,8 +126,9 @@ def ended(slot: str, stop_key: str):
 def run_all(scenario_toml: str, names: list[str]) -> list[warmcore.Result] | None:
     """The comparison's results (those a stop left, if stopped); None while they run
     on past the page's wait."""
+    runnable = uploads.runnable(scenario_toml, st.session_state.uploads)
     job = job_for("job", (scenario_toml, tuple(names)),
-                  [(n, functools.partial(run_one, scenario_toml, n)) for n in names])
+                  [(n, functools.partial(run_one, runnable, n)) for n in names])
     if not follow(job, "stop_run"):
         return None
     if job.error is not None:
@@ -171,6 +172,7 @@ def init_state() -> None:
         st.session_state.error = None
         st.session_state.upload_seen = None
         st.session_state.baseline = None
+        st.session_state.uploads = {}        # files uploaded with the scenario: name -> bytes
 
 
 # -- the sidebar ---------------------------------------------------------------------------
@@ -279,14 +281,18 @@ def sidebar(sc: warmcore.Scenario) -> None:
     if base is not None and base != st.session_state.base:
         st.session_state.base = base
         st.session_state.error = None
+        st.session_state.uploads = {}
         set_setup(builtin(base))
         st.rerun()
-    upload = sb.file_uploader(f"...or upload a scenario TOML, or a calibration's PARAMS.toml "
-                              f"(at most {MAX_UPLOAD_BYTES // 1024} KiB)", type=["toml"],
-                              key="upload")
-    if upload is not None and upload.file_id != st.session_state.upload_seen:
-        st.session_state.upload_seen = upload.file_id
-        handle_upload(upload.name, upload.getvalue())
+    upload = sb.file_uploader(
+        f"...or upload a scenario TOML (with the files it names, such as a trace of arrival "
+        f"times), or a calibration's PARAMS.toml (a TOML at most {MAX_UPLOAD_BYTES // 1024} KiB, "
+        f"a file at most {uploads.MAX_FILE_BYTES // 1024} KiB)",
+        type=["toml", "txt", "csv", "tsv", "dat"], accept_multiple_files=True, key="upload")
+    seen = tuple(f.file_id for f in upload or ())
+    if seen and seen != st.session_state.upload_seen:
+        st.session_state.upload_seen = seen
+        handle_upload([(f.name, f.getvalue()) for f in upload])
         st.rerun()
     fitted = st.session_state.get("fitted")
     if fitted:
@@ -367,7 +373,7 @@ def apply(sc, values, *, preset, governor, chosen, main, seed, requests, kind=No
         return
     try:
         new = sc.edit(changes, seed=seed, requests=requests)
-        warmcore.check(new)                  # the machine and tunables too: setup kept
+        warmcore.check(new, uploads=st.session_state.uploads)   # machine, tunables, files
     except (warmcore.ConfigError, ValueError, KeyError) as e:
         st.session_state.error = one_line(e)
         return
@@ -379,8 +385,17 @@ def apply(sc, values, *, preset, governor, chosen, main, seed, requests, kind=No
         st.rerun()                       # form starts over from the new setup
 
 
-def handle_upload(name: str, data: bytes) -> None:
-    """An uploaded scenario: too large, not UTF-8 or invalid -> one line, setup kept."""
+def handle_upload(files: list[tuple[str, bytes]]) -> None:
+    """Uploaded files: one scenario TOML (or a PARAMS.toml) and the files it names. Too
+    large, not UTF-8, invalid, or naming a file not uploaded with it -> one line, setup
+    kept (docs/explorer.md, Security)."""
+    tomls = [(n, d) for n, d in files if n.lower().endswith(".toml")]
+    if len(tomls) != 1:
+        st.session_state.error = ("upload: one scenario TOML (or PARAMS.toml) at a time, with "
+                                  "the files it names (got "
+                                  f"{len(tomls)} TOML files)")
+        return
+    name, data = tomls[0]
     if len(data) > MAX_UPLOAD_BYTES:
         st.session_state.error = (f"{name}: {len(data):,} bytes, more than the "
                                   f"{MAX_UPLOAD_BYTES:,} allowed")
@@ -388,10 +403,13 @@ def handle_upload(name: str, data: bytes) -> None:
     if _is_params(data):
         handle_params(name, data)
         return
+    attached = {n: d for n, d in files if (n, d) != (name, data)}
     try:
+        for n, d in attached.items():
+            uploads.store(n, d)               # its size and name checked
         sc = warmcore.Scenario.from_toml(data)  # UTF-8 (else the byte offset), valid TOML
         all_strategies()[sc.strategy.name]     # noqa: B018 (known strategy?)
-        warmcore.check(sc)                     # its machine and the strategy's tunables
+        warmcore.check(sc, uploads=attached)   # its machine, tunables, no server file
     except KeyError:
         st.session_state.error = f"{name}: strategy.name: unknown strategy"
         return
@@ -400,6 +418,8 @@ def handle_upload(name: str, data: bytes) -> None:
         return
     st.session_state.error = None
     st.session_state.base = None
+    named = {v for _, v in files_named(sc)}
+    st.session_state.uploads = {n: d for n, d in attached.items() if n in named}
     set_setup(sc)
 
 
@@ -417,7 +437,7 @@ def handle_params(name: str, data: bytes) -> None:
     try:
         params = check_params(decode_utf8(data, "--params"), name)
         sc = warmcore.check(apply_params(warmcore.Scenario.from_toml(st.session_state.toml),
-                                         params))
+                                         params), uploads=st.session_state.uploads)
     except warmcore.ConfigError as e:
         st.session_state.error = f"{name}: {e.field}: {e.reason}"
         return
@@ -472,8 +492,12 @@ def start_curves(field: str, names: list[str], loads: list, base_toml: str | Non
     setup at the same loads (cached runs, so a baseline computed before is free)."""
     toml = st.session_state.toml
     runs = curve_runs(toml, base_toml, names, loads)
+    base = st.session_state.baseline or {}
     job_for("curves_job", (toml, base_toml, tuple(names), tuple(loads)),
-            [(r.label, functools.partial(run_at_load, r.toml, r.strategy, r.load))
+            [(r.label, functools.partial(
+                run_at_load, uploads.runnable(r.toml, base.get("uploads", {}) if r.baseline
+                                              else st.session_state.uploads),
+                r.strategy, r.load))
              for r in runs])
     st.session_state.curves_meta = {"toml": toml, "field": field, "base_toml": base_toml,
                                     "baseline": [r.baseline for r in runs]}
@@ -517,7 +541,8 @@ def timeline(names: list[str]) -> None:
     if go:
         job_for("timeline_job", (st.session_state.toml, who, int(events)),
                 [(f"{who} with its trace",
-                  functools.partial(run_traced, st.session_state.toml, who, int(events)))])
+                  functools.partial(run_traced, uploads.runnable(
+                      st.session_state.toml, st.session_state.uploads), who, int(events)))])
     job = ended("timeline_job", "stop_timeline")
     if job is HALT:
         return
@@ -578,7 +603,7 @@ def page() -> None:
     try:
         results = run_all(st.session_state.toml, names)
     except Exception as e:            # a failing run: its one line, not a traceback
-        st.error(f"run failed: {one_line(e)}")
+        st.error(f"run failed: {uploads.as_shown(one_line(e))}")
         return
     if results is None:               # still running: the fragment above polls
         return
@@ -617,15 +642,24 @@ def comparison_section(sc: warmcore.Scenario, results: list) -> None:
     c1, c2, c3 = st.columns(3)
     if c1.button("Pin as baseline", help="later changes show their delta against this run"):
         st.session_state.baseline = {"toml": st.session_state.toml,
-                                     "results": st.session_state.results}
+                                     "results": st.session_state.results,
+                                     "uploads": st.session_state.uploads}
         st.rerun()
     if base is not None and c2.button("Clear baseline"):
         st.session_state.baseline = None
         st.rerun()
-    c3.download_button("Download scenario TOML", st.session_state.toml,
-                       file_name=f"{sc.name}.toml", mime="application/toml",
-                       help=f"`warmcore run FILE --json` reproduces the {sc.strategy.name} "
-                            "run; --strategy NAME the others")
+    if st.session_state.uploads:         # the scenario and the files it names, together
+        c3.download_button("Download setup (.zip)", uploads.setup_zip(
+                           st.session_state.toml, st.session_state.uploads, sc.name),
+                           file_name=f"{sc.name}.zip", mime="application/zip",
+                           help=f"unzip it and run `warmcore run {sc.name}.toml --json` in that "
+                                f"folder: it reproduces the {sc.strategy.name} run; "
+                                "--strategy NAME the others")
+    else:
+        c3.download_button("Download scenario TOML", st.session_state.toml,
+                           file_name=f"{sc.name}.toml", mime="application/toml",
+                           help=f"`warmcore run FILE --json` reproduces the {sc.strategy.name} "
+                                "run; --strategy NAME the others")
 
     st.subheader("Why: where a request's time went")
     st.altair_chart(breakdown_chart(results, base_results))

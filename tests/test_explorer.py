@@ -163,16 +163,67 @@ def test_pinning_a_baseline_shows_deltas():
     assert any("baseline" in m.value for m in at.markdown)
 
 
+TRACE_SCENARIO = (b"name = 'traced'\n[workload]\nkind = 'open'\narrival = 'trace'\n"
+                  b"trace_file = 'arrivals.txt'\nservice_us = 100\n[strategy]\nname = 'pc'\n"
+                  b"[run]\nrequests = 300\n")
+
+
 def test_a_failing_run_shows_its_one_line_error():
+    """Valid as a scenario and as a machine, but its uploaded trace is not: the run
+    fails, shown as one line naming the upload as the user named it."""
     at = started()
-    # valid as a scenario and as a machine, but the run cannot read its trace file
-    text = (b"[workload]\nkind = 'open'\narrival = 'trace'\ntrace_file = 'no-such-trace.txt'\n"
-            b"[strategy]\nname = 'pc'\n[run]\nrequests = 200\n")
-    at.file_uploader(key="upload").set_value(("trace.toml", text, "application/toml")).run()
+    at.file_uploader(key="upload").set_value([
+        ("trace.toml", TRACE_SCENARIO, "application/toml"),
+        ("arrivals.txt", b"0.001\nnot-a-time\n", "text/plain")]).run()
     assert not at.exception, at.exception
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and errors[0].startswith("run failed: ") and "\n" not in errors[0]
-    assert "no-such-trace.txt" in errors[0]
+    assert "arrivals.txt:2: 'not-a-time' is not a time in seconds" in errors[0]
+    assert "warmcore-uploads" not in errors[0]             # the server's own folder unseen
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../../etc/hostname", "arrivals.txt"])
+def test_a_scenario_naming_a_server_file_is_refused_at_upload_without_reading_it(path):
+    """A scenario may name only files uploaded with it: any other path is refused before
+    anything reads it, and the refusal shows nothing of the file (docs/explorer.md,
+    Security). ``arrivals.txt`` not uploaded is a server path too."""
+    at = started()
+    before = at.session_state.toml
+    text = TRACE_SCENARIO.replace(b"'arrivals.txt'", f"'{path}'".encode())
+    at.file_uploader(key="upload").set_value(("evil.toml", text, "application/toml")).run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == [
+        "evil.toml: workload.trace_file: names a file on the machine that serves the "
+        "explorer; upload the file together with the scenario and name it by its file name"]
+    assert at.session_state.toml == before
+    assert "root:" not in str([m.value for m in at.markdown])
+
+
+def test_an_uploaded_trace_runs_and_its_setup_reruns_from_the_cli(tmp_path):
+    """Upload a scenario and its trace, run, download the setup (a zip of both), unzip
+    it and rerun from the CLI: the same numbers."""
+    import io
+    import zipfile
+
+    at = started()
+    times = "".join(f"{i * 0.0004:.6f}\n" for i in range(1, 1200)).encode()
+    at.file_uploader(key="upload").set_value([
+        ("traced.toml", TRACE_SCENARIO, "application/toml"),
+        ("arrivals.txt", times, "text/plain")]).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    shown = {r["strategy"]: r for r in at.session_state.results}
+    assert shown["pc"]["requests"] > 0
+    assert shown["pc"]["throughput_rps"] == pytest.approx(2500, rel=0.05)  # one per 0.4 ms
+    labels = [b.label for b in at.get("download_button")]
+    assert "Download setup (.zip)" in labels
+    from warmcore import uploads
+
+    data = uploads.setup_zip(at.session_state.toml, at.session_state.uploads, "traced")
+    zipfile.ZipFile(io.BytesIO(data)).extractall(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arrivals.txt", "traced.toml"]
+    out = subprocess.run([sys.executable, "-m", "warmcore.cli", "run", "traced.toml", "--json"],
+                         capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert json.loads(out.stdout) == json.loads(json.dumps(shown["pc"]))
 
 
 def test_an_impossible_machine_is_refused_at_upload_and_the_setup_kept():

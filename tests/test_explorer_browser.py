@@ -3,6 +3,7 @@ driven by Playwright on Debian's chromium (no browser download)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -45,7 +46,10 @@ def wait_up(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
     raise TimeoutError(f"{url} did not come up in {timeout} s")
 
 
-def test_explorer_renders_in_chromium(tmp_path):
+@contextlib.contextmanager
+def served(where: Path):
+    """The explorer served by ``streamlit run app.py`` on a free loopback port (stopped
+    on exit), and a headless Debian chromium: yields (browser, url)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
@@ -53,7 +57,7 @@ def test_explorer_renders_in_chromium(tmp_path):
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
          "--server.address", "127.0.0.1", "--server.port", str(port),
          "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        cwd=where, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         wait_up(url, proc)
         with sync_api.sync_playwright() as pw:
@@ -61,80 +65,110 @@ def test_explorer_renders_in_chromium(tmp_path):
                 executable_path=CHROMIUM, headless=True,
                 args=["--no-sandbox", "--disable-background-networking"])
             try:
-                page = browser.new_page(viewport={"width": 1500, "height": 1100})
-                page.goto(url, timeout=60_000)
-                table = page.locator('[data-testid="stDataFrame"]')
-                table.first.wait_for(timeout=60_000)
-                page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(timeout=60_000)
-                # pin the defaults as the baseline: the load curves below overlay them
-                page.get_by_role("button", name="Pin as baseline").click()
-                page.get_by_role("button", name="Clear baseline").wait_for(timeout=60_000)
-                # change a control in the form and apply it
-                seed = page.get_by_label("Seed")
-                seed.fill("7")
-                page.get_by_role("button", name="Apply").click()
-                page.get_by_text("seed 7,").first.wait_for(timeout=60_000)
-                page.locator('[data-testid="stVegaLiteChart"] canvas, '
-                             '[data-testid="stVegaLiteChart"] svg').first.wait_for(
-                    timeout=60_000)
-                page.wait_for_timeout(1000)
-                top = tmp_path / "explorer-top.png"
-                page.screenshot(path=str(top))
-                # the load curves, with their progress bar, then three more charts
-                page.get_by_role("button", name="Compute load curves").click()
-                page.get_by_text("Knee (dotted)").first.wait_for(timeout=120_000)
-                charts = page.locator('[data-testid="stVegaLiteChart"]')
-                page.wait_for_function(
-                    "document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')"
-                    ".length >= 4", timeout=60_000)
-                # the timeline: one more chart, a Gantt of the run's last kernel events
-                page.get_by_role("button", name="Show timeline").click()
-                page.wait_for_function(
-                    "document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')"
-                    ".length >= 5", timeout=60_000)
-                page.get_by_text("Download as Chrome trace").first.wait_for(timeout=60_000)
-                page.wait_for_timeout(1500)
-                assert page.get_by_text("Load curves: change against the pinned baseline")\
-                    .count() == 1
-                charts.nth(1).scroll_into_view_if_needed()
-                page.screenshot(path=str(tmp_path / "explorer-curves.png"))
-                charts.last.scroll_into_view_if_needed()
-                charts.last.screenshot(path=str(tmp_path / "explorer-timeline.png"))
-                shot = tmp_path / "explorer.png"
-                page.screenshot(path=str(shot), full_page=True)
-                assert shot.stat().st_size > 10_000
-                assert page.locator('[data-testid="stException"]').count() == 0
-                # the comparison table (one of the data frames) and the chart are there
-                assert table.count() >= 2
-                assert charts.count() >= 5
-                assert page.get_by_text("Comparison").count() >= 1
-                # a long run: progress and a Stop button; the click interrupts the
-                # page's wait and the next script run stops the runs
-                page.get_by_role("spinbutton", name="Requests").fill("3000000")
-                page.get_by_role("button", name="Apply").click()
-                main = page.get_by_test_id("stMainBlockContainer")   # not the header's Stop
-                main.get_by_role("button", name="Stop").click(timeout=60_000)
-                page.get_by_text("Stopped: partial result").first.wait_for(timeout=60_000)
-                page.wait_for_timeout(1000)
-                stopped = tmp_path / "explorer-stopped.png"
-                page.screenshot(path=str(stopped))
-                assert page.locator('[data-testid="stException"]').count() == 0
-                assert main.get_by_role("button", name="Stop").count() == 0
-                assert page.get_by_role("button", name="Run again").count() == 1
-                # load curves of those long runs: their own progress and Stop
-                page.get_by_role("button", name="Compute load curves").click()
-                main.get_by_role("button", name="Stop").click(timeout=60_000)
-                page.get_by_text("Stopped: load curves from 0 of").first.wait_for(
-                    timeout=60_000)
-                assert page.locator('[data-testid="stException"]').count() == 0
-                assert main.get_by_role("button", name="Stop").count() == 0
-                page.screenshot(path=str(tmp_path / "explorer-curves-stopped.png"),
-                                full_page=True)
-                if os.environ.get("WARMCORE_SCREENSHOT"):     # for docs/: top and bottom
-                    copy = Path(os.environ["WARMCORE_SCREENSHOT"])
-                    copy.write_bytes(top.read_bytes())
-                    copy.with_name(copy.stem + "-end.png").write_bytes(shot.read_bytes())
+                yield browser, url
             finally:
                 browser.close()
     finally:
         stop(proc)
+
+
+def test_an_upload_naming_a_server_file_is_refused_showing_nothing_of_it(tmp_path):
+    """A scenario naming /etc/passwd as its trace: one line saying to upload the file,
+    nothing of the file's content on the page, the setup kept."""
+    evil = tmp_path / "evil.toml"
+    evil.write_text("[workload]\nkind = 'open'\narrival = 'trace'\n"
+                    "trace_file = '/etc/passwd'\n[strategy]\nname = 'pc'\n"
+                    "[run]\nrequests = 200\n")
+    with served(tmp_path) as (browser, url):
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(url, timeout=60_000)
+        page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=60_000)
+        page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(evil))
+        alert = page.get_by_text("evil.toml: workload.trace_file: names a file on the "
+                                 "machine that serves the explorer")
+        alert.first.wait_for(timeout=60_000)
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(tmp_path / "explorer-refused.png"), full_page=True)
+        text = page.locator("body").inner_text()
+        assert "root:" not in text and "/bin/" not in text      # nothing of /etc/passwd
+        assert "upload the file together with the scenario" in text
+        assert "i7-3770" in text and "saturating" in text         # the setup kept
+        assert page.locator('[data-testid="stDataFrame"]').count() >= 1
+        assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_explorer_renders_in_chromium(tmp_path):
+    with served(tmp_path) as (browser, url):
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(url, timeout=60_000)
+        table = page.locator('[data-testid="stDataFrame"]')
+        table.first.wait_for(timeout=60_000)
+        page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(timeout=60_000)
+        # pin the defaults as the baseline: the load curves below overlay them
+        page.get_by_role("button", name="Pin as baseline").click()
+        page.get_by_role("button", name="Clear baseline").wait_for(timeout=60_000)
+        # change a control in the form and apply it
+        seed = page.get_by_label("Seed")
+        seed.fill("7")
+        page.get_by_role("button", name="Apply").click()
+        page.get_by_text("seed 7,").first.wait_for(timeout=60_000)
+        page.locator('[data-testid="stVegaLiteChart"] canvas, '
+                     '[data-testid="stVegaLiteChart"] svg').first.wait_for(
+            timeout=60_000)
+        page.wait_for_timeout(1000)
+        top = tmp_path / "explorer-top.png"
+        page.screenshot(path=str(top))
+        # the load curves, with their progress bar, then three more charts
+        page.get_by_role("button", name="Compute load curves").click()
+        page.get_by_text("Knee (dotted)").first.wait_for(timeout=120_000)
+        charts = page.locator('[data-testid="stVegaLiteChart"]')
+        page.wait_for_function(
+            "document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')"
+            ".length >= 4", timeout=60_000)
+        # the timeline: one more chart, a Gantt of the run's last kernel events
+        page.get_by_role("button", name="Show timeline").click()
+        page.wait_for_function(
+            "document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')"
+            ".length >= 5", timeout=60_000)
+        page.get_by_text("Download as Chrome trace").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        assert page.get_by_text("Load curves: change against the pinned baseline")\
+            .count() == 1
+        charts.nth(1).scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "explorer-curves.png"))
+        charts.last.scroll_into_view_if_needed()
+        charts.last.screenshot(path=str(tmp_path / "explorer-timeline.png"))
+        shot = tmp_path / "explorer.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+        assert page.locator('[data-testid="stException"]').count() == 0
+        # the comparison table (one of the data frames) and the chart are there
+        assert table.count() >= 2
+        assert charts.count() >= 5
+        assert page.get_by_text("Comparison").count() >= 1
+        # a long run: progress and a Stop button; the click interrupts the
+        # page's wait and the next script run stops the runs
+        page.get_by_role("spinbutton", name="Requests").fill("3000000")
+        page.get_by_role("button", name="Apply").click()
+        main = page.get_by_test_id("stMainBlockContainer")   # not the header's Stop
+        main.get_by_role("button", name="Stop").click(timeout=60_000)
+        page.get_by_text("Stopped: partial result").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1000)
+        stopped = tmp_path / "explorer-stopped.png"
+        page.screenshot(path=str(stopped))
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert main.get_by_role("button", name="Stop").count() == 0
+        assert page.get_by_role("button", name="Run again").count() == 1
+        # load curves of those long runs: their own progress and Stop
+        page.get_by_role("button", name="Compute load curves").click()
+        main.get_by_role("button", name="Stop").click(timeout=60_000)
+        page.get_by_text("Stopped: load curves from 0 of").first.wait_for(
+            timeout=60_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert main.get_by_role("button", name="Stop").count() == 0
+        page.screenshot(path=str(tmp_path / "explorer-curves-stopped.png"),
+                        full_page=True)
+        if os.environ.get("WARMCORE_SCREENSHOT"):     # for docs/: top and bottom
+            copy = Path(os.environ["WARMCORE_SCREENSHOT"])
+            copy.write_bytes(top.read_bytes())
+            copy.with_name(copy.stem + "-end.png").write_bytes(shot.read_bytes())

@@ -227,3 +227,39 @@ def test_the_job_manager_does_not_need_streamlit():
     code = ("import sys, warmcore.jobs, warmcore.explorer_data, warmcore.explorer_charts; "
             "assert 'streamlit' not in sys.modules and 'altair' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_runs_of_all_sessions_share_the_servers_run_slots(monkeypatch):
+    """At most MAX_CONCURRENT_RUNS runs at once over every job (an explorer served to
+    many): a second job waits, says so, and starts when the first one's run ends."""
+    monkeypatch.setattr(jobs, "RUN_SLOTS", threading.BoundedSemaphore(1))
+    monkeypatch.setattr(jobs, "MAX_CONCURRENT_RUNS", 1)
+    first, second = Held({"n": 1}), Held({"n": 2})
+    a = jobs.Job("a", [("first", first)])
+    until(lambda: a.fraction == 0.5)                 # holding the one slot
+    b = jobs.Job("b", [("second", second)])
+    until(lambda: b.waiting)
+    assert b.fraction == 0.0 and "waiting for a free run slot" in b.status()[1]
+    assert "at most 1 at once" in b.status()[1]
+    first.release.set()
+    until(lambda: not a.running)
+    until(lambda: b.fraction == 0.5)                 # it got the slot
+    second.release.set()
+    until(lambda: not b.running)
+    assert (a.results, b.results) == ([{"n": 1}], [{"n": 2}])
+
+
+def test_a_job_stopped_while_waiting_for_a_slot_ends_without_running(monkeypatch):
+    monkeypatch.setattr(jobs, "RUN_SLOTS", threading.BoundedSemaphore(1))
+    holder = Held({"n": 1})
+    a = jobs.Job("a", [("holder", holder)])
+    until(lambda: a.fraction == 0.5)
+    never = Held({"n": 2})
+    b = jobs.Job("b", [("never", never)])
+    until(lambda: b.waiting)
+    b.stop.set()
+    until(lambda: not b.running)
+    assert b.results == [] and b.stopped
+    holder.release.set()
+    until(lambda: not a.running)
+    assert jobs.RUN_SLOTS.acquire(blocking=False)    # every slot given back

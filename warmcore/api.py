@@ -12,14 +12,14 @@ The CLI, sweeps, calibration and the explorer all go through these calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 from warmcore import build
 from warmcore.comparison import with_strategy
 from warmcore.registry import get_strategy
 from warmcore.result import Result
-from warmcore.simcore.config import Scenario
+from warmcore.simcore.config import ConfigError, Scenario, files_named
 
 ScenarioLike = Scenario | str | Path | dict
 
@@ -29,17 +29,33 @@ def as_scenario(scenario: ScenarioLike) -> Scenario:
     return scenario if isinstance(scenario, Scenario) else Scenario.load(scenario)
 
 
-def check(scenario: ScenarioLike) -> Scenario:
+def check(scenario: ScenarioLike, *, uploads: Collection[str] | None = None) -> Scenario:
     """Everything a run validates short of running it: the scenario, the machine it
     builds (preset with its overrides, governor and its tunables) and the strategy's
     tunables. ConfigError naming the field otherwise; the scenario if all is well.
-    (Files a run reads, such as a trace, are read when it runs.)"""
+
+    Files a run reads (a trace) are read when it runs. ``uploads``: the names of the
+    files that came with the scenario (the explorer): then a field naming any other
+    file is refused here, before anything reads it, since it would be a file of the
+    machine that serves the page (docs/explorer.md, Security)."""
     from warmcore.params import parameters
 
     sc = as_scenario(scenario)
+    if uploads is not None:
+        refuse_server_files(sc, uploads)
     build.build_machine(sc)
     parameters(sc)                       # the strategy's tunables, validated
     return sc
+
+
+def refuse_server_files(sc: Scenario, uploads: Collection[str]) -> None:
+    """ConfigError for the first field of ``sc`` that names a file other than one of
+    ``uploads`` (bare file names)."""
+    for path, value in files_named(sc):
+        if value not in uploads:
+            raise ConfigError(path, "names a file on the machine that serves the explorer; "
+                                    "upload the file together with the scenario and name it "
+                                    "by its file name")
 
 
 def simulate(scenario: ScenarioLike, seed: int | None = None, requests: int | None = None,

@@ -6,7 +6,7 @@
     warmcore scenarios | presets | strategies
     warmcore sweep SPEC.toml --out DIR [--workers N] [--scheduler tcp://HOST:PORT]
     warmcore sweep-report DIR [--html REPORT.html] [--charts DIR | --no-charts]
-    warmcore explore [--port N]      # the what-if explorer in the browser (needs [app])
+    warmcore explore [--port N] [--host ADDR]   # the what-if explorer (needs [app])
 
 Usage errors and bad scenarios print one line (``warmcore: FIELD: REASON``) and
 exit with code 2; scripts depend on this contract and on the JSON keys.
@@ -74,7 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     charts.add_argument("--no-charts", action="store_true", help="print the tables only")
     ex = sub.add_parser("explore", help="open the what-if explorer (Streamlit) on "
                         "127.0.0.1 and print its URL")
-    ex.add_argument("--port", type=int, default=8501, help="port on 127.0.0.1 (default 8501)")
+    ex.add_argument("--port", type=int, default=8501, help="its TCP port (default 8501)")
+    ex.add_argument("--host", default="127.0.0.1", help=(
+        "the address to serve on (default 127.0.0.1: this machine only). Another address "
+        "serves it to whoever reaches it: they run simulations on this machine "
+        "(docs/explorer.md, Security)"))
     sub.add_parser("scenarios", help="list the built-in scenarios")
     sub.add_parser("presets", help="list the CPU presets")
     sub.add_parser("strategies", help="list the execution strategies")
@@ -282,7 +286,8 @@ def explorer_script():
 
 
 def cmd_explore(args) -> int:
-    """``streamlit run`` on the explorer (explorer_script), loopback only, headless."""
+    """``streamlit run`` on the explorer (explorer_script), headless, on loopback unless
+    ``--host`` says otherwise (with a warning of what that means)."""
     import importlib.util
 
     if importlib.util.find_spec("streamlit") is None:
@@ -293,17 +298,46 @@ def cmd_explore(args) -> int:
     if app is None:
         raise UsageError("explore: the app is missing (neither warmcore/explorer/app.py nor "
                          "a checkout's app.py); reinstall warmcore")
-    print(f"warmcore explorer: http://127.0.0.1:{args.port}/  (Ctrl-C stops it)", flush=True)
+    if not args.host or any(c.isspace() for c in args.host):
+        raise UsageError(f"--host: {args.host!r} is not an address")
+    if not _is_loopback(args.host):
+        print(served_warning(args.host, args.port), file=sys.stderr, flush=True)
+    print(f"warmcore explorer: http://{args.host}:{args.port}/  (Ctrl-C stops it)", flush=True)
     cmd = [sys.executable, "-m", "streamlit", "run", str(app),
-           "--server.address", "127.0.0.1", "--server.port", str(args.port),
+           "--server.address", args.host, "--server.port", str(args.port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--client.toolbarMode", "minimal",
            # Streamlit's smallest upload cap (MB): an oversized file is refused by the
-           # server before it is read into memory; the app's own cap is 64 KiB.
+           # server before it is read into memory; the app's own caps are lower.
            "--server.maxUploadSize", "1"]
     # Streamlit replaces this process: a signal to it (Ctrl-C, kill) stops the server
     # itself, and no child outlives its parent.
     os.execv(sys.executable, cmd)
     return 0            # not reached
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:                  # a host name: may resolve to anything
+        return False
+
+
+def served_warning(host: str, port: int) -> str:
+    """What serving the explorer beyond this machine means, in one line."""
+    from warmcore.jobs import MAX_CONCURRENT_RUNS, MAX_WALL_S
+    from warmcore.uploads import MAX_FILE_BYTES, MAX_SCENARIO_BYTES
+
+    return (f"warmcore: warning: serving the explorer on {host}:{port}: anyone who reaches "
+            f"it runs simulations on this machine (each run stops after {MAX_WALL_S:g} s of "
+            f"wall time, at most {MAX_CONCURRENT_RUNS} at once; uploads of at most "
+            f"{MAX_SCENARIO_BYTES // 1024} KiB for a scenario and {MAX_FILE_BYTES // 1024} KiB "
+            "for a file it names; "
+            "docs/explorer.md, Security)")
 
 
 def cmd_scenarios(args) -> int:

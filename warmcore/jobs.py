@@ -10,6 +10,7 @@ dict), which the explorer's cache stores; a run stopped part-way is raised as
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, MutableMapping
@@ -19,6 +20,13 @@ import warmcore
 # Any one run stops after this many wall seconds and shows its partial result marked
 # (docs/formats.md, "Ranges and caps"), so no setting can hold the page.
 MAX_WALL_S = 120.0
+
+# Runs in progress at once in one server process, over all its pages and sessions
+# (WARMCORE_EXPLORER_RUNS, default one per CPU): an explorer served to many people
+# queues their runs instead of oversubscribing the machine (docs/explorer.md, Security).
+MAX_CONCURRENT_RUNS = max(1, int(os.environ.get("WARMCORE_EXPLORER_RUNS") or
+                                 os.cpu_count() or 1))
+RUN_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
 
 # should_stop(fraction done) -> stop now? (``warmcore.simulate``'s progress and stop hook)
 ShouldStop = Callable[[float], bool]
@@ -91,6 +99,7 @@ class Job:
         self.error: Exception | None = None
         self.stop = threading.Event()
         self.current, self.fraction = 0, 0.0
+        self.waiting = False            # for a run slot (RUN_SLOTS)
         self.started = time.monotonic()
         self.thread = threading.Thread(target=self._work, name="warmcore-runs", daemon=True)
         self.thread.start()
@@ -102,16 +111,29 @@ class Job:
     def _work(self) -> None:
         try:
             for i, run in enumerate(self._runs):
-                if self.stop.is_set():
-                    break
                 self.current, self.fraction = i, 0.0
+                if self.stop.is_set() or not self._take_slot():
+                    break
                 try:
                     self.results.append(run(self._ask))
                 except Stopped as s:
                     self.results.append(s.result)
                     break
+                finally:
+                    RUN_SLOTS.release()
         except Exception as e:           # the page shows it as one line (error_line)
             self.error = e
+
+    def _take_slot(self) -> bool:
+        """Wait for one of the server's run slots (False if stopped meanwhile)."""
+        self.waiting = True
+        try:
+            while not RUN_SLOTS.acquire(timeout=0.05):
+                if self.stop.is_set():
+                    return False
+            return True
+        finally:
+            self.waiting = False
 
     @property
     def running(self) -> bool:
@@ -132,6 +154,10 @@ class Job:
         """(fraction of all runs done, a line saying which run, how far, how long)."""
         n, i = len(self.names), min(self.current, len(self.names) - 1)
         done = (i + self.fraction) / n
+        if self.waiting:
+            return min(1.0, done), (f"waiting for a free run slot for {self.names[i]} "
+                                    f"({i + 1}/{n}): this server runs at most "
+                                    f"{MAX_CONCURRENT_RUNS} at once")
         return min(1.0, done), (f"simulating {self.names[i]} ({i + 1}/{n}): "
                                 f"{self.fraction:.0%} of its run, "
                                 f"{time.monotonic() - self.started:.0f} s so far")

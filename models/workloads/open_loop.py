@@ -17,6 +17,7 @@ from warmcore.simcore.config import (
     MAX_RATE,
     MAX_TRACE_ARRIVALS,
     MAX_TRACE_BYTES,
+    FILE,
     ConfigError,
     KeepAlive,
     WorkloadKind,
@@ -35,7 +36,8 @@ class OpenLoopCfg(KeepAlive):
     kind: Literal["open"]
     arrival: Literal["poisson", "constant", "trace"] = "poisson"
     rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] | None = None
-    trace_file: str | None = None
+    trace_file: str | None = Field(default=None, json_schema_extra=FILE, description=(
+        "arrival times, one per line (docs/formats.md); with arrival = 'trace'"))
     connections: Count = Field(default=1, description='requests spread over this many connections')
 
     @model_validator(mode="after")

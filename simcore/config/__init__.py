@@ -53,6 +53,7 @@ from warmcore.simcore.config.files import (
     toml_nesting,
 )
 from warmcore.simcore.config.schema import (
+    FILE,
     FLOAT_FLOOR,
     MAX_COUNT,
     MAX_HORIZON_S,
@@ -82,18 +83,20 @@ from warmcore.simcore.config.schema import (
     WorkCfg,
     Workload,
     over_cap,
+    files_named,
     validate,
 )
 
 __all__ = [
-    "BUILTIN_DIR", "ConfigError", "Effects", "FLOAT_FLOOR", "KeepAlive", "KernelCfg",
+    "BUILTIN_DIR", "ConfigError", "FILE", "Effects", "FLOAT_FLOOR", "KeepAlive", "KernelCfg",
     "MAX_COUNT", "MAX_FILE_BYTES", "MAX_HORIZON_S", "MAX_IN_FLIGHT", "MAX_KIB", "MAX_LIST",
     "MAX_OPS", "MAX_PROGRAM_STEPS", "MAX_RATE", "MAX_REPLICATIONS", "MAX_REQUESTS",
     "MAX_TOML_NESTING", "MAX_TRACE_ARRIVALS", "MAX_TRACE_BYTES", "MAX_TRACE_EVENTS", "MAX_US",
     "MIN_US", "MachineCfg", "OWNED", "PLAIN_MESSAGES", "ProcessCfg", "ResourceCfg", "RunCfg",
     "Scenario", "ServiceShape", "Step", "StrategyCfg", "Strict", "WORKLOADS", "WorkCfg",
     "Workload", "WorkloadKind", "apply_sets", "builtin_names", "changed_owners",
-    "config_error", "decode_utf8", "edit_scenario", "has_sockets", "kind_of", "load",
+    "config_error", "decode_utf8", "edit_scenario", "files_named", "has_sockets", "kind_of",
+    "load",
     "over_cap", "parse_set", "parse_toml", "plain_message", "read_capped",
     "read_scenario_dict", "read_text", "register_workload", "resets", "set_path",
     "set_run_limit", "short_repr", "toml_nesting", "validate", "workload_kinds",

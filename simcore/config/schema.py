@@ -60,6 +60,11 @@ DistKind = Literal[tuple(DISTRIBUTIONS)]
 StepDist = Literal[tuple(n for n, d in DISTRIBUTIONS.items() if "values" not in d.uses)]
 
 
+# The marker of a field that names a file warmcore reads (Field(json_schema_extra=FILE)):
+# the explorer refuses such a path unless the file was uploaded with the scenario
+# (warmcore.check's ``uploads``).
+FILE = {"file": True}
+
 FLOAT_FLOOR = 1e-3      # a non-zero float knob smaller than this is a typo or an attack
 
 
@@ -451,6 +456,20 @@ class Scenario(Strict):
     def set(self, path: str, value) -> Scenario:
         """A new scenario with the value at the dotted ``path`` replaced (validated)."""
         return self.edit({path: value})
+
+
+def files_named(model: BaseModel, prefix: str = "") -> list[tuple[str, str]]:
+    """(dotted path, value) of every field of ``model`` (and the tables inside it) that
+    names a file to read (marked ``json_schema_extra=FILE``) and is set."""
+    out = []
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        path = f"{prefix}{name}"
+        if isinstance(value, BaseModel):
+            out += files_named(value, path + ".")
+        elif value is not None and (info.json_schema_extra or {}).get("file"):
+            out.append((path, value))
+    return out
 
 
 def validate(data: dict) -> Scenario:
