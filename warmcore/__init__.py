@@ -58,6 +58,8 @@ _EXPORTS = {
     "compare": "warmcore.api",
     "frame": "warmcore.api",
     "check": "warmcore.api",
+    "advise": "warmcore.advice",
+    "tune": "warmcore.advice",
     "parameters": "warmcore.params",
     "sweep": "warmcore.sweeps",
     "report_sweep": "warmcore.sweep_report",

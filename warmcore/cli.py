@@ -3,6 +3,8 @@
     warmcore run SCENARIO [--strategy NAME] [--set PATH=VALUE ...] [--seed N]
                  [--requests N | --duration SECONDS] [--json] [--trace FILE.json]
     warmcore compare SCENARIO --strategies A,B,... [--load L1,L2,...] [same options] [--json]
+    warmcore advise SCENARIO --strategies A,B,... [--objective p99|p99<=US|...] [--loads ...]
+                    [--replications N] [--tune PATH=V1,V2 --load L] [--workers N] [--json]
     warmcore scenarios | presets | strategies
     warmcore sweep SPEC.toml --out DIR [--workers N] [--scheduler tcp://HOST:PORT]
     warmcore sweep-report DIR [--html REPORT.html] [--charts DIR | --no-charts]
@@ -53,6 +55,29 @@ def build_parser() -> argparse.ArgumentParser:
                       help="comma-separated strategy names, e.g. pc,pec,epc")
     cmp_.add_argument("--load", help="comma-separated offered loads to sweep (open-loop "
                       "req/s, or closed-loop clients); prints each latency curve and knee")
+    adv = sub.add_parser("advise", help="which strategy is best, up to what offered load, "
+                         "by how much and why (docs/api.md, Advice)")
+    _scenario_args(adv)
+    adv.add_argument("--strategies", help="comma-separated strategies to compare (at least "
+                     "two), e.g. pc,pec,epc")
+    adv.add_argument("--objective", default="throughput", help="throughput (default), p50, "
+                     "p99, cpu, energy, or an SLO such as 'p99<=500' (us): the most "
+                     "throughput within it")
+    adv.add_argument("--loads", help="comma-separated offered loads (default: from the "
+                     "scenario's capacity, light load to past saturation)")
+    adv.add_argument("--replications", type=int, default=3,
+                     help="seeds per point, the same for every strategy (default 3)")
+    adv.add_argument("--refine", type=int, default=4,
+                     help="bisections of the load at each crossover (default 4)")
+    adv.add_argument("--tune", metavar="PATH=V1,V2,...", help="instead: the best value of "
+                     "one setting of the scenario's strategy or machine (e.g. "
+                     "strategy.params.threads=2,4,8 or machine.governor=performance,"
+                     "schedutil) at --load")
+    adv.add_argument("--load", help="with --tune: the offered load to tune at (default: "
+                     "the scenario's)")
+    adv.add_argument("--workers", type=int, default=1, help="local worker processes "
+                     "(default 1: in this process)")
+    adv.add_argument("--scheduler", help="a dask.distributed scheduler, tcp://HOST:PORT")
     sw = sub.add_parser("sweep", help="run a parameter sweep (docs/sweeps.md)")
     sw.add_argument("spec", help="sweep spec (TOML)")
     sw.add_argument("--out", required=True, help="output directory (Parquet part files)")
@@ -183,7 +208,7 @@ def _load(args, **extra):
 
 def cmd_compare(args) -> int:
     from warmcore.api import compare
-    from warmcore.comparison import format_table, knee, load_field
+    from warmcore.comparison import format_table, knee
     from warmcore.registry import get_strategy
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
@@ -191,18 +216,8 @@ def cmd_compare(args) -> int:
         raise UsageError("--strategies: name at least one strategy")
     for n in names:
         get_strategy(n)
-    loads = None
-    if args.load:
-        try:
-            loads = sorted(float(x) for x in args.load.split(",") if x.strip())
-        except ValueError:
-            raise UsageError(f"--load: {args.load!r} is not a list of numbers") from None
-        if not loads or not all(math.isfinite(x) and x > 0 for x in loads):
-            raise UsageError("--load: loads must be finite positive numbers")
     cfg = _load(args)
-    if loads and load_field(cfg) != "rate_per_s" and not all(x == int(x) for x in loads):
-        raise UsageError(f"--load: workload {cfg.workload.kind!r} takes whole numbers of "
-                         f"{load_field(cfg).replace('_', ' ')}")
+    loads = _loads(args.load, "--load", cfg)
     progress = None if args.json else (lambda r: print(
         f"  ran {r.strategy} load {r.load if r.load is not None else '-'}", file=sys.stderr))
     # --set strategy.params.NAME=... applies to every compared strategy, not only to
@@ -223,6 +238,68 @@ def cmd_compare(args) -> int:
         for n in names:
             k = knee([r for r in rows if r["strategy"] == n])
             print(f" knee of {n}: " + (f"{k:g}" if k is not None else "not reached"))
+    return 0
+
+
+def _loads(text: str | None, flag: str, cfg) -> list | None:
+    """Offered loads from a comma-separated list: finite, positive, whole numbers for a
+    workload whose load is a count (clients, connections, jobs)."""
+    from warmcore.comparison import load_field
+
+    if not text:
+        return None
+    try:
+        loads = sorted(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"{flag}: {text!r} is not a list of numbers") from None
+    if not loads or not all(math.isfinite(x) and x > 0 for x in loads):
+        raise UsageError(f"{flag}: loads must be finite positive numbers")
+    if len(loads) > 1000:
+        raise UsageError(f"{flag}: at most 1,000 loads")
+    if load_field(cfg) != "rate_per_s" and not all(x == int(x) for x in loads):
+        raise UsageError(f"{flag}: workload {cfg.workload.kind!r} takes whole numbers of "
+                         f"{load_field(cfg).replace('_', ' ')}")
+    return loads
+
+
+def _whole(loads: list | None, cfg) -> list | None:
+    """Loads of a workload whose load is a count, as whole numbers."""
+    from warmcore.comparison import load_field
+
+    if loads is None or load_field(cfg) == "rate_per_s":
+        return loads
+    return [int(x) for x in loads]
+
+
+def cmd_advise(args) -> int:
+    from warmcore import advice as adv
+
+    cfg = _load(args)
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers: must be at least 1")
+    progress = None if args.json or not sys.stderr.isatty() else (
+        lambda n: print(f"\r  {n} runs", end="", file=sys.stderr, flush=True))
+    common = dict(objective=args.objective, replications=args.replications,
+                  workers=args.workers, scheduler=args.scheduler, progress=progress)
+    if args.tune:
+        path, _, values = args.tune.partition("=")
+        if not path or not values:
+            raise UsageError("--tune: give PATH=V1,V2,... such as strategy.params.threads=2,4")
+        load = _loads(args.load, "--load", cfg)
+        if load is not None and len(load) != 1:
+            raise UsageError("--load: with --tune, one load")
+        out = adv.tune(cfg, path.strip(), [v.strip() for v in values.split(",") if v.strip()],
+                       load=_whole(load, cfg)[0] if load else None, **common)
+        text = adv.format_tuning(out)
+    else:
+        if not args.strategies:
+            raise UsageError("--strategies: name at least two strategies to compare")
+        out = adv.advise(cfg, args.strategies.split(","), refine=args.refine,
+                         loads=_whole(_loads(args.loads, "--loads", cfg), cfg), **common)
+        text = adv.format_advice(out)
+    if progress:
+        print(file=sys.stderr)
+    print(json.dumps(out) if args.json else text)
     return 0
 
 
@@ -365,7 +442,7 @@ def cmd_strategies(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "compare": cmd_compare, "sweep": cmd_sweep,
+COMMANDS = {"run": cmd_run, "compare": cmd_compare, "advise": cmd_advise, "sweep": cmd_sweep,
             "sweep-report": cmd_sweep_report,
             "explore": cmd_explore,
             "scenarios": cmd_scenarios,
