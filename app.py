@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import tomllib
 
 import streamlit as st
 
@@ -21,8 +22,10 @@ from warmcore.registry import strategies as all_strategies
 from warmcore.simcore.config import changed_owners, files_named, resets, workload_kinds
 # the job manager, the tables and charts: layer 4, tested without Streamlit
 from warmcore import jobs, uploads
-from warmcore.explorer_charts import breakdown_chart, curve_charts, timeline_chart
+from warmcore.advice import doubts, verdict_text
+from warmcore.explorer_charts import answer_charts, breakdown_chart, curve_charts, timeline_chart
 from warmcore.explorer_data import (
+    answer_curve_frame, answer_frame,
     comparison_deltas, comparison_frame, curve_deltas, curve_frame, curve_runs, curves_of,
     default_loads, knee_text, knees_of, overlaid_baseline, parse_loads, shows_baseline,
     stopped_note, styled, timeline_of, topology_table, why_not_overlaid)
@@ -69,6 +72,11 @@ def run_one(scenario_toml: str, strategy: str, _should_stop=None) -> dict:
 @st.cache_data(show_spinner=False, max_entries=1024)
 def run_at_load(scenario_toml: str, strategy: str, load: float, _should_stop=None) -> dict:
     return jobs.run_at_load(scenario_toml, strategy, load, _should_stop)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def advise(scenario_toml: str, strategies: tuple, objective: str, _should_stop=None) -> dict:
+    return jobs.advise(scenario_toml, strategies, objective, should_stop=_should_stop)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -167,12 +175,88 @@ def set_setup(sc: warmcore.Scenario, names: list[str] | None = None) -> None:
 
 def init_state() -> None:
     if "toml" not in st.session_state:
-        set_setup(builtin(DEFAULT_SCENARIO), list(DEFAULT_STRATEGIES))
-        st.session_state.base = DEFAULT_SCENARIO
         st.session_state.error = None
         st.session_state.upload_seen = None
         st.session_state.baseline = None
         st.session_state.uploads = {}        # files uploaded with the scenario: name -> bytes
+        try:
+            name, sets, names = from_url(st.query_params.get("scenario"),
+                                         st.query_params.get_all("set"),
+                                         st.query_params.get("strategies"))
+        except (warmcore.ConfigError, ValueError) as e:
+            st.session_state.error = f"link: {one_line(e)}"
+            name, sets, names = DEFAULT_SCENARIO, [], list(DEFAULT_STRATEGIES)
+        set_setup(builtin(name).edit(sets) if sets else builtin(name), names)
+        st.session_state.base = name
+
+
+def from_url(scenario: str | None, sets: list[str], strategies: str | None):
+    """The setup a link names: a built-in scenario, PATH=VALUE changes to it (TOML
+    values, as --set takes them) and the strategies compared."""
+    from warmcore.simcore.config import builtin_names
+
+    name = scenario or DEFAULT_SCENARIO
+    if name not in builtin_names():
+        raise ValueError(f"scenario: {name!r} is not a built-in scenario")
+    changes = {}
+    for item in sets[:MAX_LINK_SETS]:
+        path, eq, text = item.partition("=")
+        if not eq:
+            raise ValueError(f"set: {item!r} is not PATH=VALUE")
+        changes[path] = tomllib.loads(f"v = {text}")["v"] if text else None
+    names = [n for n in (strategies or "").split(",") if n] or list(DEFAULT_STRATEGIES)
+    return name, changes, names
+
+
+MAX_LINK_SETS = 200
+
+
+def to_url(sc: warmcore.Scenario, base: str, names: list[str]) -> dict | None:
+    """The query parameters that give this setup back (None when it came with uploaded
+    files, which a link cannot carry): the built-in scenario, every value that differs
+    from it, the strategies compared."""
+    ref = _flat(builtin(base).model_dump())
+    now = _flat(sc.model_dump())
+    if any(now.get(k) != v for k, v in ref.items() if k not in now):
+        return None
+    sets = [f"{k}={inline_toml(v)}" for k, v in now.items() if ref.get(k) != v]
+    return {"scenario": base, "strategies": ",".join(names), "set": sets}
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out |= _flat(v, f"{prefix}{k}.")
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def changed_note(sc: warmcore.Scenario) -> str:
+    """What the setup has changed from its built-in scenario, for the header (whose
+    description is the built-in's)."""
+    base = st.session_state.base
+    q = to_url(sc, base, []) if base and not st.session_state.uploads else None
+    changed = [s.split("=", 1)[0] for s in (q or {}).get("set", [])
+               if not s.startswith("run.requests=")]
+    if not changed:
+        return ""
+    more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
+    return f"  \nchanged from the built-in: {', '.join(f'`{c}`' for c in changed[:6])}{more}"
+
+
+def share_link(sc: warmcore.Scenario) -> None:
+    """Keep the page's address in step with the setup, so a reload or a copied link
+    shows the same view."""
+    if st.session_state.uploads or not st.session_state.base:
+        st.query_params.clear()
+        return
+    q = to_url(sc, st.session_state.base, st.session_state.strategies)
+    if q is None:
+        st.query_params.clear()
+        return
+    st.query_params.from_dict({k: v for k, v in q.items() if v})
 
 
 # -- the sidebar ---------------------------------------------------------------------------
@@ -593,10 +677,11 @@ def page() -> None:
     sc = warmcore.Scenario.from_toml(st.session_state.toml)
     sidebar(sc)
     sc = warmcore.Scenario.from_toml(st.session_state.toml)    # as applied
+    share_link(sc)
     st.title("warmcore: what-if explorer")
     st.caption(f"**{sc.name}**: {sc.description}  \nmachine `{sc.machine.preset}`, "
                f"workload `{sc.workload.kind}`, seed {sc.seed}, "
-               f"{sc.run.requests or 0:,} requests per strategy")
+               f"{sc.run.requests or 0:,} requests per strategy" + changed_note(sc))
     if st.session_state.error:
         st.error(st.session_state.error)
     names = st.session_state.strategies
@@ -615,10 +700,82 @@ def page() -> None:
             st.session_state.job = None
             st.rerun()
         results = [r for r in results if r.requests]   # a run stopped in its warm-up
+    answer_section(sc, names)
     if results:                          # (none: a stop in the warm-up measured nothing)
         comparison_section(sc, results)
     load_curves(sc, names)
     timeline(names)
+
+
+OBJECTIVE_LABELS = {"throughput": "most throughput", "p99": "lowest p99 latency",
+                    "p50": "lowest p50 latency", "cpu": "least CPU per request",
+                    "energy": "least energy per request", "slo": "most throughput within "
+                    "a p99 SLO"}
+
+
+def answer_section(sc: warmcore.Scenario, names: list[str]) -> None:
+    """The answer to the user's question: which strategy is best for an objective, up
+    to what offered load and by how much (warmcore.advise across loads derived from the
+    setup's capacity), as a verdict line, throughput and the objective against the
+    offered load with the crossovers marked, and the table of the curves' values."""
+    from warmcore.comparison import load_field
+
+    st.subheader("Answer: which strategy, up to what load")
+    try:
+        field = load_field(sc)
+    except warmcore.ConfigError as e:
+        st.info(one_line(e))
+        return
+    with st.form("answer_form"):
+        c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
+        objective = c1.selectbox("Best means", list(OBJECTIVE_LABELS),
+                                 format_func=OBJECTIVE_LABELS.get, key="objective")
+        slo = c2.number_input("p99 SLO (us)", min_value=1.0, value=1000.0, key="slo_us",
+                              help="with 'most throughput within a p99 SLO'")
+        go = c3.form_submit_button("Find the answer", type="primary")
+    wanted = f"p99<={slo:g}" if objective == "slo" else objective
+    if go:
+        if len(names) < 2:
+            st.error("Strategies to compare: choose at least two")
+            return
+        job_for("answer_job", (st.session_state.toml, tuple(names), wanted),
+                [("the answer across loads", functools.partial(
+                    advise, uploads.runnable(st.session_state.toml, st.session_state.uploads),
+                    tuple(names), wanted))])
+    job = ended("answer_job", "stop_answer")
+    if job is HALT:
+        return
+    if job is not None:
+        if not job.results or "ranges" not in job.results[0]:
+            st.warning("Stopped: no answer (the runs done are cached: find it again to go on)")
+            return
+        st.session_state.answer = {"toml": st.session_state.toml, "names": list(names),
+                                   "advice": job.results[0]}
+    held = st.session_state.get("answer")
+    if not held or held["toml"] != st.session_state.toml or held["names"] != list(names):
+        st.caption(f"Runs each strategy at offered loads (`workload.{field}`) from a light "
+                   "load to past saturation, two seeds each (the same for every strategy), "
+                   "and names the best only where it is better at 95%.")
+        return
+    draw_answer(held["advice"], field, sc.workload.kind == "open")
+
+
+def draw_answer(a: dict, field: str, open_loop: bool) -> None:
+    st.success(verdict_text(a))
+    df = answer_curve_frame(a)
+    for column, chart in zip(st.columns(2), answer_charts(
+            df, a["crossovers"], field, a["objective_text"].split(" (")[0], open_loop),
+            strict=True):
+        column.altair_chart(chart, width="stretch")
+    st.caption("Crossovers: dashed rules, their 95% intervals shaded; runs in doubt "
+               "(a window too short for the load, an overloaded queue for latency) are "
+               "crosses and never named best. The answer across these loads, "
+               f"{a['replications']} seeds each, {a['runs']} runs:")
+    st.dataframe(answer_frame(a), width="stretch", hide_index=True)
+    for c in a["crossovers"]:
+        w = c["why"]
+        st.markdown(f"**Why it flips at ~{c['load']:,.0f}** ({w['a']} vs {w['b']}): " + "; ".join(
+            f"{f['figure']} {f['a']:,.3g} vs {f['b']:,.3g}" for f in w["figures"]))
 
 
 def comparison_section(sc: warmcore.Scenario, results: list) -> None:
@@ -634,8 +791,13 @@ def comparison_section(sc: warmcore.Scenario, results: list) -> None:
 
     st.subheader("Comparison")
     st.dataframe(styled(df), width="stretch")
-    st.caption("Best value per column highlighted. Every strategy ran the same arrivals "
-               "and service demands (same seed).")
+    st.caption("Best value per column highlighted: among runs not in doubt, and a cost "
+               "(CPUs, per-request figures) only among strategies serving at least 95% of "
+               "the most throughput. Every strategy ran the same arrivals and service "
+               "demands (same seed).")
+    for r in results:
+        for d in doubts(r):
+            st.warning(f"{r.strategy} (in doubt): {d}")
     if base_df is not None:
         st.markdown("**Change against the pinned baseline** (now minus baseline)")
         st.dataframe(comparison_deltas(df, base_df), width="stretch")

@@ -882,3 +882,88 @@ def test_an_uploaded_params_file_applies_its_fitted_values(tmp_path):
     assert [e.value for e in at.error] == [
         "q.toml: --params: workload.nope is not a parameter of scenario 'pipeline'"]
     assert warmcore.Scenario.from_toml(at.session_state.toml).workload.service_us == 17.5
+
+
+DETERMINISTIC_TOML = (b"name = 'det'\n[machine]\npreset = 'ideal'\ncores = 4\n[workload]\n"
+                      b"kind = 'open'\narrival = 'constant'\nservice = 'deterministic'\n"
+                      b"service_us = 1000\nrate_per_s = 3200\n[strategy]\nname = 'pc'\n"
+                      b"[run]\nrequests = 400\n")
+
+
+def test_the_answer_leads_with_a_verdict_its_curves_and_their_table():
+    """Constant arrivals and 1,000 us of work on four ideal CPUs: pc serves up to
+    1e6/1,001 us = 999 req/s, the shared queue up to 4,000. 'Find the answer' shows the
+    verdict (shared-queue best beyond ~1,000 req/s), throughput and the objective
+    against offered load with the crossover marked, and the curves' table."""
+    at = started()
+    at.file_uploader(key="upload").set_value(("det.toml", DETERMINISTIC_TOML,
+                                              "application/toml")).run()
+    widget(at, "multiselect", "strategies").set_value(["pc", "shared-queue"])
+    apply(at)
+    at.button(key="FormSubmitter:answer_form-Find the answer").click().run(timeout=300)
+    assert not at.exception, at.exception
+    [verdict] = [s.value for s in at.success]
+    assert verdict.startswith("For throughput req/s: no significant difference up to ~")
+    assert "shared-queue is best beyond ~" in verdict
+    flip = float(verdict.split("up to ~")[1].split(" ")[0].replace(",", ""))
+    assert 960 <= flip <= 1020
+    table = [d.value for d in at.main.dataframe if "best" in d.value.columns][0]
+    assert {"load", "best", "margin %", "pc: throughput", "shared-queue: req/s",
+            "in doubt"} <= set(table.columns)
+    assert table["best"].iloc[0] == "no significant difference"
+    assert table["best"].iloc[-1] == "shared-queue"
+    specs = [c.proto.spec for c in at.get("vega_lite_chart")]
+    assert sum('"throughput (req/s)"' in s for s in specs) == 1
+    assert any('"strokeDash"' in s and '"rule"' in s for s in specs)     # the crossover
+    assert any(m.value.startswith("**Why it flips at ~") for m in at.markdown)
+
+
+def test_a_run_too_short_for_its_load_is_flagged_and_never_best():
+    """pipeline as an open loop at 73,529 req/s with 3,000 requests: pec serves the
+    warm-up's backlog (more requests than arrived in its window) and reads as the most
+    throughput; it is marked in doubt, said why, and the highlight goes elsewhere."""
+    at = started()
+    widget(at, "selectbox", "kind").set_value("open")
+    apply(at)
+    widget(at, "number_input", "workload.rate_per_s").set_value(73529.0)
+    apply(at)
+    df = comparison(at)
+    assert "pec (in doubt)" in df.index, df.index
+    assert df.loc["pec (in doubt)", "req/s"] > 73529           # what misled
+    assert any(w.value.startswith("pec (in doubt): served ") and "window is too short"
+               in w.value for w in at.warning)
+    from warmcore.explorer_data import styled
+
+    html = styled(df).to_html()
+    row = html.split("pec (in doubt)")[1].split("</tr>")[0]
+    assert "c8f0c8" not in row                                  # never highlighted
+
+
+def test_the_setup_travels_in_the_link_and_comes_back_from_it():
+    """After Apply the page's query parameters name the built-in scenario, every value
+    changed and the strategies compared; a fresh session opened on them shows the same
+    setup and the same figures."""
+    at = started()
+    widget(at, "number_input", "seed").set_value(7)
+    widget(at, "multiselect", "strategies").set_value(["pc", "epc"])
+    apply(at)
+    q = {k: at.query_params[k] for k in at.query_params}
+    assert q["scenario"] in ("pipeline", ["pipeline"]), q
+    assert q["strategies"] in ("pc,epc", ["pc,epc"]) and q["set"] in ("seed=7", ["seed=7"])
+    again = AppTest.from_file(APP, default_timeout=120)
+    for k, v in q.items():
+        again.query_params[k] = v
+    again.run()
+    assert not again.exception and not again.error, [e.value for e in again.error]
+    assert again.session_state.toml == at.session_state.toml
+    assert comparison(again).equals(comparison(at))
+
+
+def test_a_bad_link_says_so_in_one_line_and_opens_the_default():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["scenario"] = "nope"
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["link: ValueError: scenario: 'nope' is not a "
+                                           "built-in scenario"]
+    assert list(comparison(at).index) == ["pc", "pec", "epc"]

@@ -172,3 +172,51 @@ def test_explorer_renders_in_chromium(tmp_path):
             copy = Path(os.environ["WARMCORE_SCREENSHOT"])
             copy.write_bytes(top.read_bytes())
             copy.with_name(copy.stem + "-end.png").write_bytes(shot.read_bytes())
+
+
+DETERMINISTIC_LINK = ("?scenario=mmc&strategies=pc,shared-queue"
+                      "&set=workload.arrival=%22constant%22"
+                      "&set=workload.service=%22deterministic%22&set=run.requests=400")
+
+
+def test_the_answer_leads_and_a_too_short_run_is_flagged_in_chromium(tmp_path):
+    """Opened on a link to constant arrivals and 1,000 us of work on four ideal CPUs
+    (pc's capacity 1e6/1,001 us = 999 req/s): 'Find the answer' shows the verdict line,
+    the throughput-against-offered-load chart and the objective's, with the crossover
+    marked and explained, and the table of the curves' values. Then a link to
+    pipeline as an open loop at 73,529 req/s: pec's run served its warm-up's backlog,
+    and its row says it is in doubt."""
+    with served(tmp_path) as (browser, url):
+        page = browser.new_page(viewport={"width": 1500, "height": 1300})
+        page.goto(url + DETERMINISTIC_LINK, timeout=60_000)
+        page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=60_000)
+        charts = page.locator('[data-testid="stVegaLiteChart"]')
+        before = charts.count()
+        page.get_by_role("button", name="Find the answer").click()
+        verdict = page.get_by_text("For throughput req/s: no significant difference up to ~")
+        verdict.first.wait_for(timeout=300_000)
+        text = verdict.first.inner_text()
+        assert "shared-queue is best beyond ~" in text
+        flip = float(text.split("up to ~")[1].split(" ")[0].replace(",", ""))
+        assert 960 <= flip <= 1020
+        page.get_by_text("Crossovers: dashed rules").first.wait_for(timeout=60_000)
+        page.get_by_text("Why it flips at ~").first.wait_for(timeout=60_000)
+        page.wait_for_function(
+            "n => document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]').length"
+            " >= n", arg=before + 2, timeout=60_000)
+        page.wait_for_timeout(1500)
+        page.get_by_text("Answer: which strategy").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "explorer-answer.png"))
+        assert page.locator('[data-testid="stException"]').count() == 0
+        if os.environ.get("WARMCORE_SCREENSHOT"):
+            copy = Path(os.environ["WARMCORE_SCREENSHOT"])
+            copy.with_name(copy.stem + "-answer.png").write_bytes(
+                (tmp_path / "explorer-answer.png").read_bytes())
+
+        page.goto(url + "?scenario=pipeline&set=workload.kind=%22open%22"
+                  "&set=workload.rate_per_s=73529.0", timeout=60_000)
+        page.get_by_text("pec (in doubt): served").first.wait_for(timeout=120_000)
+        assert "window is too short" in page.get_by_text("pec (in doubt): served")\
+            .first.inner_text()
+        page.screenshot(path=str(tmp_path / "explorer-doubt.png"), full_page=True)
+        assert page.locator('[data-testid="stException"]').count() == 0

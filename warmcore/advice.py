@@ -154,12 +154,13 @@ class Candidate:
         return sc.edit(dict(self.changes)) if self.changes else sc
 
 
-def _run_one(toml: str, seed: int) -> dict:
+def _run_one(toml: str, seed: int, max_wall: float | None = None) -> dict:
     """One run in a worker: the scenario's TOML in, the result's dict out (both
-    pickle as plain data, for local processes and Dask alike)."""
+    pickle as plain data, for local processes and Dask alike). ``max_wall`` bounds its
+    wall-clock seconds (a run it stops is partial, so in doubt)."""
     from warmcore import build
 
-    return build.simulate(Scenario.from_toml(toml), seed)
+    return build.simulate(Scenario.from_toml(toml), seed, max_wall=max_wall)
 
 
 @dataclass
@@ -171,6 +172,7 @@ class Runner:
     seeds: list[int]
     executor: object | None = None
     progress: Callable[[int], None] | None = None
+    max_wall: float | None = None
     done: dict = field(default_factory=dict)
 
     def results(self, cand: Candidate, load) -> list[Result]:
@@ -191,9 +193,9 @@ class Runner:
         jobs = {key: key[0].scenario(self.base, key[1]).to_toml() for key in todo}
         if self.executor is None:
             for key, toml in jobs.items():
-                self._keep(key, _run_one(toml, key[2]))
+                self._keep(key, _run_one(toml, key[2], self.max_wall))
             return
-        futures = {self.executor.submit(_run_one, toml, key[2]): key
+        futures = {self.executor.submit(_run_one, toml, key[2], self.max_wall): key
                    for key, toml in jobs.items()}
         for f in as_completed(futures):
             self._keep(futures[f], f.result())
@@ -222,6 +224,7 @@ class Verdict:
     interval95: tuple[float, float]
     values: dict[str, float]
     doubts: dict[str, list[str]]
+    served: dict[str, float] = field(default_factory=dict)
 
     @property
     def answer(self) -> str | None:
@@ -247,25 +250,27 @@ ROUNDING = 1e-9
 
 
 def verdict(runner: Runner, cands: Sequence[Candidate], load, objective: Objective) -> Verdict:
-    scores, doubted = {}, {}
+    scores, doubted, served = {}, {}, {}
     for c in cands:
         rs = runner.results(c, load)
         scores[c.label] = [objective.score(r) for r in rs]
+        served[c.label] = _mean([r.throughput_rps or 0.0 for r in rs])
         doubted[c.label] = sorted({d for r in rs for d in doubts(r, objective)})
     trusted = [c.label for c in cands if not doubted[c.label]]
     ranked = sorted(trusted, key=lambda n: -_mean(scores[n]))
     values = {n: objective.value(_mean(s)) for n, s in scores.items()}
     if not ranked:
-        return Verdict(load, None, "", None, math.nan, (math.nan, math.nan), values, doubted)
+        return Verdict(load, None, "", None, math.nan, (math.nan, math.nan), values, doubted,
+                       served)
     leader = ranked[0]
     if len(ranked) == 1:
         return Verdict(load, leader, leader, None, math.inf, (math.inf, math.inf), values,
-                       doubted)
+                       doubted, served)
     second = ranked[1]
     margin, (lo, hi) = paired_margin(scores[leader], scores[second])
     significant = lo > 0 or (math.isnan(lo) and margin > 0)
     return Verdict(load, leader if significant else None, leader, second, margin, (lo, hi),
-                   values, doubted)
+                   values, doubted, served)
 
 
 def _mean(xs: Sequence[float]) -> float:
@@ -313,10 +318,13 @@ def advise(scenario, strategies: Sequence[str], objective: str | Objective = "th
            *, loads: Sequence[float] | None = None, replications: int = 3,
            seed: int | None = None, requests: int | None = None, refine: int = 4,
            workers: int | None = 1, scheduler: str | None = None,
-           progress: Callable[[int], None] | None = None) -> dict:
+           progress: Callable[[int], None] | None = None,
+           max_wall: float | None = None) -> dict:
     """Which of ``strategies`` is best for ``objective`` at each offered load, where
     the answer flips, and why. The dict documented in docs/api.md (``ranges``,
-    ``crossovers``, ``objective``, ``why``...)."""
+    ``crossovers``, ``objective``, ``why``...). ``progress(runs done)`` is called after
+    each run (an exception it raises stops the advice); ``max_wall`` bounds each run's
+    wall-clock seconds."""
     from warmcore.api import as_scenario
 
     obj = objective if isinstance(objective, Objective) else parse_objective(objective)
@@ -326,7 +334,7 @@ def advise(scenario, strategies: Sequence[str], objective: str | Objective = "th
     cands = [Candidate(n, n) for n in _strategies(strategies)]
     seeds = _seeds(sc, seed, replications)
     with _executor(workers, scheduler) as ex:
-        runner = Runner(sc, seeds, ex, progress)
+        runner = Runner(sc, seeds, ex, progress, max_wall)
         cap = None
         if loads is None:
             own = getattr(sc.workload, field_)
@@ -425,7 +433,7 @@ def _point(v: Verdict) -> dict:
     return {"load": v.load, "best": v.best, "leader": v.leader or None,
             "runner_up": v.runner_up, "margin": _num(v.margin),
             "interval95": [_num(x) for x in v.interval95], "values": v.values,
-            "doubts": {k: d for k, d in v.doubts.items() if d}}
+            "served": v.served, "doubts": {k: d for k, d in v.doubts.items() if d}}
 
 
 def _num(x: float) -> float | None:
@@ -535,7 +543,8 @@ def _mean_or_none(xs):
 def format_advice(a: dict) -> str:
     """The answer as lines a person reads (``warmcore advise`` without --json)."""
     unit = "req/s" if a["load_field"].endswith("rate_per_s") else a["load_field"].split(".")[-1]
-    lines = [f"objective: {a['objective_text']}; {a['replications']} replications per "
+    lines = [verdict_text(a),
+             f"objective: {a['objective_text']}; {a['replications']} replications per "
              f"point (seeds {a['seeds'][0]}..{a['seeds'][-1]}), {a['runs']} runs"]
     for r in a["ranges"]:
         span = f"{_load(r['from'])} .. {_load(r['to'])} {unit}"
@@ -558,6 +567,45 @@ def format_advice(a: dict) -> str:
     if not a["crossovers"]:
         lines.append("no crossover over these loads")
     return "\n".join(lines)
+
+
+def verdict_text(a: dict) -> str:
+    """The answer in one sentence: who is best over which loads, by how much, where it
+    changes; or that no difference stands out of the noise."""
+    unit = "req/s" if a["load_field"].endswith("rate_per_s") else \
+        a["load_field"].split(".")[-1].replace("_", " ")
+    rs = a["ranges"]
+    head = f"For {a['objective_text'].split(' (')[0]}"
+    if all(r["best"] is None for r in rs):
+        return (f"{head}: no significant difference between {', '.join(a['strategies'])} "
+                f"at any load from {_load(a['loads'][0])} to {_load(a['loads'][-1])} {unit}.")
+    parts = []
+    for i, r in enumerate(rs):
+        upto = _boundary(a, i)
+        span = (f"from {_load(r['from'])} to {_load(r['to'])} {unit}" if len(rs) == 1 else
+                f"up to ~{_load(upto)} {unit}" if i == 0 else
+                f"beyond ~{_load(_boundary(a, i - 1))} {unit}" if upto is None else
+                f"from ~{_load(_boundary(a, i - 1))} to ~{_load(upto)} {unit}")
+        if r["best"]:
+            parts.append(f"{r['best']} is best {span}, by {_pct(r['margin'])} or more over "
+                         f"{r['versus']} (95%: {_interval(r['interval95'])})")
+        elif r["leader"]:
+            parts.append(f"no significant difference {span}")
+        else:
+            parts.append(f"no trustworthy run {span}")
+    return f"{head}: " + "; ".join(parts) + "."
+
+
+def _boundary(a: dict, i: int):
+    """The load where range i ends: its crossover's, or None for the last range."""
+    rs = a["ranges"]
+    if i >= len(rs) - 1:
+        return None
+    for c in a["crossovers"]:
+        if c["from"] == rs[i]["best"] and c["to"] == rs[i + 1]["best"] and \
+                rs[i]["to"] <= c["load"] <= rs[i + 1]["from"]:
+            return c["load"]
+    return (rs[i]["to"] + rs[i + 1]["from"]) / 2
 
 
 def format_tuning(t: dict) -> str:

@@ -73,6 +73,50 @@ def curve_charts(df, knees: list[dict], field: str) -> list:
                       chart("cpu_us_per_req", "CPU us per request"))]
 
 
+def answer_charts(df, crossovers: list[dict], field: str, objective: str, open_loop: bool):
+    """Throughput against offered load (the served = offered line dashed, for an open
+    loop) and the objective's figure against load, a line per strategy, each
+    crossover a rule with its interval shaded. ``df``: explorer_data.answer_curve_frame."""
+    import altair as alt
+    import pandas as pd
+
+    x = alt.X("load:Q", title=f"offered load ({field})")
+    color = alt.Color("strategy:N", sort=list(dict.fromkeys(df["strategy"])))
+    shape = alt.Shape("in doubt:N", scale=alt.Scale(domain=[False, True],
+                                                    range=["circle", "cross"]))
+    cross = pd.DataFrame([{"load": c["load"], "lo": c["interval95"][0],
+                           "hi": c["interval95"][1],
+                           "flip": f"{c['from'] or 'no difference'} -> "
+                                   f"{c['to'] or 'no difference'}"}
+                          for c in crossovers])
+
+    def marked(chart):
+        if cross.empty:
+            return chart
+        band = alt.Chart(cross).mark_rect(opacity=0.15, color="#555").encode(
+            x="lo:Q", x2="hi:Q")
+        rule = alt.Chart(cross).mark_rule(color="black", strokeDash=[4, 3]).encode(
+            x="load:Q", tooltip=["flip", alt.Tooltip("load:Q", format=",.0f"),
+                                 alt.Tooltip("lo:Q", format=",.0f"),
+                                 alt.Tooltip("hi:Q", format=",.0f")])
+        return band + chart + rule
+
+    served = alt.Chart(df).mark_line(point=True).encode(
+        x=x, y=alt.Y("served:Q", title="throughput (req/s)"), color=color, shape=shape,
+        tooltip=["strategy", "load", alt.Tooltip("served:Q", format=",.0f"), "in doubt"])
+    if open_loop:
+        top = float(df["load"].max())
+        ideal = alt.Chart(pd.DataFrame({"load": [0.0, top], "served": [0.0, top]})).mark_line(
+            color="gray", strokeDash=[2, 2]).encode(x="load:Q", y="served:Q")
+        served = ideal + served
+    fig = alt.Chart(df).mark_line(point=True).encode(
+        x=x, y=alt.Y("figure:Q", title=objective,
+                     scale=alt.Scale(type="log") if "latency" in objective else
+                     alt.Undefined), color=color, shape=shape,
+        tooltip=["strategy", "load", alt.Tooltip("figure:Q", format=",.2f"), "in doubt"])
+    return [marked(c).properties(height=280) for c in (served, fig)]
+
+
 def timeline_chart(t: Timeline):
     """Which thread ran on which CPU (a bar per slice), under each CPU's row a band
     coloured by its clock, migrations as black triangles."""

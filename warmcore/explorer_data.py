@@ -13,6 +13,7 @@ from typing import NamedTuple
 import pandas as pd
 
 import warmcore
+from warmcore.advice import doubts
 from warmcore.comparison import knee, load_field
 
 # Comparison table: per_request() key -> (header with unit, format, better: max/min/None)
@@ -30,6 +31,10 @@ COLUMNS = {
     "switches_per_req": ("switches/req", "{:.3f}", "min"),
     "uj_per_req": ("uJ/req", "{:.1f}", "min"),
 }
+IN_DOUBT = " (in doubt)"
+# A strategy may win a cost column only serving at least this share of the most
+# throughput any trusted strategy served.
+SERVES = 0.95
 # breakdown_us field -> the cause as the chart names it, in stacking order
 CAUSES = {"queue_wait": "queue wait", "dispatch": "dispatch and wake-up",
           "compute": "compute", "cache_reload": "cache reload", "coherence": "coherence",
@@ -45,28 +50,42 @@ CURVE_COLUMNS = {"p50_us": "p50 (us)", "p99_us": "p99 (us)", "throughput_rps": "
 # -- the comparison -------------------------------------------------------------------------
 
 def comparison_frame(results) -> pd.DataFrame:
-    """One row per strategy; a partial run's row is marked "(partial)"."""
+    """One row per strategy; a partial run's row is marked "(partial)", a run whose
+    figures are in doubt (advice.doubts: a window too short for its load...) "(in
+    doubt)"."""
     rows = [r.per_request() for r in results]
     for row, r in zip(rows, results, strict=True):
         if r.partial:
             row["strategy"] += " (partial)"
+        elif doubts(r):
+            row["strategy"] += IN_DOUBT
     df = pd.DataFrame(rows).set_index("strategy")[list(COLUMNS)]
     return df.rename(columns={k: v[0] for k, v in COLUMNS.items()}).astype(float)
 
 
 def styled(df: pd.DataFrame):
-    """The comparison formatted, the best value per column highlighted."""
+    """The comparison formatted, the best value per column highlighted among the rows
+    that may win it: never a partial run or one in doubt, and a cost (CPUs, CPU or
+    energy per request...) only among the strategies that serve at least SERVES of the
+    most throughput (serving a fraction of the load with fewer CPUs is not a win)."""
     fmt = {v[0]: v[1] for v in COLUMNS.values()}
     s = df.style.format(fmt, na_rep="-")
     best = {v[0]: v[2] for v in COLUMNS.values() if v[2]}
+    trusted = pd.Series([not (n.endswith(IN_DOUBT) or n.endswith(" (partial)"))
+                         for n in df.index], index=df.index)
+    rps = df[COLUMNS["throughput_rps"][0]]
+    serving = trusted & (rps >= SERVES * rps[trusted].max())
 
     def mark(col: pd.Series):
         """The best cell(s) of a column; none where every row is the same."""
-        if col.nunique(dropna=True) < 2:
+        may = trusted if col.name in (COLUMNS["throughput_rps"][0],) else serving
+        if col[may].nunique(dropna=True) < 2 and may.sum() == len(col):
             return [""] * len(col)
-        target = col.max() if best[col.name] == "max" else col.min()
-        return ["background-color: #c8f0c8; font-weight: bold" if v == target else ""
-                for v in col]
+        if not may.any():
+            return [""] * len(col)
+        target = col[may].max() if best[col.name] == "max" else col[may].min()
+        return ["background-color: #c8f0c8; font-weight: bold" if ok and v == target else ""
+                for v, ok in zip(col, may, strict=True)]
 
     return s.apply(mark, subset=list(best))
 
@@ -294,3 +313,39 @@ def timeline_of(doc: dict) -> Timeline:
             if b > a:
                 clocks.append({"cpu": cpu_names[cpu], "from_us": a, "to_us": b, "ghz": ghz})
     return Timeline(bars, migr, pd.DataFrame(clocks), [cpu_names[k] for k in sorted(cpu_names)])
+
+
+# -- the answer across loads ----------------------------------------------------------------
+
+def answer_frame(a: dict) -> pd.DataFrame:
+    """The advice's points as a table: per load, the answer, its margin and interval
+    (%), and each strategy's objective figure and throughput; doubts named."""
+    rows = []
+    for p in a["points"]:
+        row = {"load": p["load"], "best": p["best"] or "no significant difference",
+               "margin %": _pct(p["margin"]) if p["best"] else None,
+               "95% interval %": _interval(p["interval95"]) if p["runner_up"] else None}
+        for name in a["strategies"]:
+            row[f"{name}: {a['objective']}"] = p["values"].get(name)
+            row[f"{name}: req/s"] = p["served"].get(name)
+        row["in doubt"] = "; ".join(f"{k}: {', '.join(v)}" for k, v in p["doubts"].items())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def answer_curve_frame(a: dict) -> pd.DataFrame:
+    """Long form for the answer's charts: load, strategy, throughput, the objective's
+    figure, and whether the run is in doubt."""
+    return pd.DataFrame([{"load": float(p["load"]), "strategy": n, "served": p["served"][n],
+                          "figure": p["values"][n], "in doubt": n in p["doubts"]}
+                         for p in a["points"] for n in a["strategies"]])
+
+
+def _pct(x):
+    return None if x is None or not math.isfinite(x) else round(100 * x, 1)
+
+
+def _interval(iv):
+    if not iv or iv[0] is None:
+        return None
+    return f"{100 * iv[0]:.1f} .. {100 * iv[1]:.1f}"

@@ -68,6 +68,26 @@ def _run(sc: warmcore.Scenario, strategy: str, should_stop, loads=None) -> dict:
     return finished(r)
 
 
+# The explorer's answer across loads: seeds per point, and the share of the stop
+# hook's fraction one run stands for (the probe and bisections vary; about 120 runs).
+ADVICE_REPLICATIONS = 2
+ADVICE_RUNS = 120
+
+
+def advise(scenario_toml: str, strategies: tuple[str, ...], objective: str,
+           replications: int = ADVICE_REPLICATIONS,
+           should_stop: ShouldStop | None = None) -> dict:
+    """``warmcore.advise`` on the setup: which strategy is best, up to what load. A stop
+    from the page raises Stopped (nothing of a stopped answer is kept)."""
+    def progress(runs: int) -> None:
+        if should_stop is not None and should_stop(min(0.99, runs / ADVICE_RUNS)):
+            raise Stopped({"stop_reason": "stopped", "runs": runs})
+
+    return warmcore.advise(warmcore.Scenario.from_toml(scenario_toml), list(strategies),
+                           objective, replications=replications, progress=progress,
+                           max_wall=MAX_WALL_S)
+
+
 def finished(r: warmcore.Result) -> dict:
     """The run's JSON object; a run stopped from the page is raised as ``Stopped``."""
     if r.stop_reason == "stopped":
