@@ -263,7 +263,9 @@ def share_link(sc: warmcore.Scenario) -> None:
 
 def control(p, key: str):
     """A widget for one parameter of the typed space; returns its value (None: unset)."""
-    label = p.path.rsplit(".", 1)[-1] + (f" ({p.unit})" if p.unit else "")
+    # under Processes the process names the knob (server.threads, producer.threads)
+    name = p.path if section_of(p.path) == "Processes" else p.path.rsplit(".", 1)[-1]
+    label = name + (f" ({p.unit})" if p.unit else "")
     bits = [p.source] if p.source else []
     rng = [f"{w} {b:g}" for w, b in ((">=", p.ge), (">", p.gt), ("<=", p.le), ("<", p.lt))
            if b is not None]
@@ -397,6 +399,9 @@ def sidebar(sc: warmcore.Scenario) -> None:
         known = list(all_strategies())
         chosen = st.multiselect("Strategies to compare", known,
                                 default=st.session_state.strategies, key=f"strategies{gen}")
+        st.caption("  \n".join(f"**{n}**: {all_strategies()[n].summary.split(': ', 1)[-1]}"
+                                for n in chosen) + "  \nEach one's source and model: "
+                   "docs/strategies.md in the repository")
         main = st.selectbox("Scenario's own strategy (its tunables below)", known,
                             index=known.index(sc.strategy.name), key=f"main{gen}")
         c1, c2 = st.columns(2)
@@ -544,7 +549,8 @@ def load_curves(sc: warmcore.Scenario, names: list[str]) -> None:
         return
     with st.form("load_curves_form"):
         text = st.text_input(f"Offered loads (`workload.{field}`, comma-separated)",
-                             value=default_loads(sc), key=f"loads{st.session_state.gen}")
+                             value=default_loads(sc, st.session_state.get("shown_results", [])),
+                             key=f"loads{st.session_state.gen}")
         go = st.form_submit_button("Compute load curves")
     curves = st.session_state.get("curves")
     base = st.session_state.baseline
@@ -782,6 +788,7 @@ def comparison_section(sc: warmcore.Scenario, results: list) -> None:
     """The comparison table (with its deltas against a pinned baseline), the baseline
     and download buttons, and why: where a request's time went."""
     st.session_state.results = [r.to_dict() for r in results]    # what the page shows
+    st.session_state.shown_results = results
     df = comparison_frame(results)
     base = st.session_state.baseline
     base_df = base_results = None
@@ -800,7 +807,7 @@ def comparison_section(sc: warmcore.Scenario, results: list) -> None:
             st.warning(f"{r.strategy} (in doubt): {d}")
     if base_df is not None:
         st.markdown("**Change against the pinned baseline** (now minus baseline)")
-        st.dataframe(comparison_deltas(df, base_df), width="stretch")
+        st.dataframe(comparison_deltas(df, base_df).shown, width="stretch")
     c1, c2, c3 = st.columns(3)
     if c1.button("Pin as baseline", help="later changes show their delta against this run"):
         st.session_state.baseline = {"toml": st.session_state.toml,

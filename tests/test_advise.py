@@ -79,7 +79,7 @@ def test_a_difference_inside_the_noise_names_no_winner():
     assert out["crossovers"] == []
     text = adv.format_advice({**out, "objective_text": obj.describe(), "replications": 4,
                               "seeds": [1, 2, 3, 4], "runs": len(runner.done),
-                              "load_field": "workload.rate_per_s"})
+                              "strategies": ["a", "b"], "load_field": "workload.rate_per_s"})
     assert "no significant difference" in text and "no crossover" in text
 
 
@@ -196,3 +196,13 @@ def test_bad_advice_requests_get_one_line_and_exit_2(args, line):
     out = cli("advise", "pipeline", *args)
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith(line) and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_an_slo_answer_says_up_to_what_load_each_strategy_holds_it():
+    """p99 <= 1,500 us with 1,000 us of constant work: pc holds it while it keeps up
+    (below 999 req/s), the shared queue up to its 4,000."""
+    out = adv.advise(DETERMINISTIC, ["pc", "shared-queue"], "p99<=1500",
+                     loads=[500.0, 900.0, 1500.0, 3500.0, 4500.0], replications=2, refine=0)
+    assert out["slo_holds_up_to"] == {"pc": 900.0, "shared-queue": 3500.0}
+    assert adv.verdict_text(out).endswith(
+        "The SLO holds up to: pc 900 req/s, shared-queue 3,500 req/s.")

@@ -158,8 +158,8 @@ def test_pinning_a_baseline_shows_deltas():
     apply(at)
     frames = [d.value for d in at.main.dataframe if "req/s" in d.value.columns]
     assert len(frames) == 2                                  # the table and its deltas
-    delta = frames[1]
-    assert (delta["CPU us/req"] > 0).all()
+    delta = frames[1]                         # now minus baseline, and in % of it
+    assert delta["CPU us/req"].str.fullmatch(r"\+[\d,.]+ \(\+[\d.]+%\)").all(), delta
     assert any("baseline" in m.value for m in at.markdown)
 
 

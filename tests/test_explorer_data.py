@@ -66,7 +66,7 @@ def test_bad_loads_are_one_line(text):
 
 def test_default_loads_scale_a_rate_and_double_counts():
     assert data.default_loads(SMALL).split(", ")[3] == f"{SMALL.workload.rate_per_s:g}"
-    assert data.default_loads(CLOSED) == "1, 2, 4, 8, 16"
+    assert data.default_loads(CLOSED) == "1, 2, 5, 10, 20"      # its own 10 clients, twice
 
 
 def test_the_baseline_is_overlaid_only_with_the_same_kind_of_load():
@@ -153,3 +153,28 @@ def test_the_timeline_reads_the_trace_back_per_cpu():
     assert (t.clocks["to_us"] > t.clocks["from_us"]).all()
     assert not math.isnan(t.clocks["ghz"].max())
     assert timeline_chart(t).to_dict()["height"] == max(160, 34 * len(t.cpus))
+
+
+def test_default_loads_reach_past_the_capacity_the_runs_imply():
+    """contended-like: set to 10,000 req/s while a strategy serves 40,000 req/s on 2 of
+    8 CPUs: the capacity bound is 40,000 / 2 x 8 = 160,000 req/s; the loads run from a
+    tenth of it to 120%, the scenario's own rate among them. A count doubles to twice
+    the scenario's own (web: 400 clients)."""
+    from types import SimpleNamespace
+
+    run = SimpleNamespace(throughput_rps=40_000.0, cpus_utilized=2.0, cpu_utilization=[0.2] * 8)
+    assert data.capacity_bound([run]) == 160_000.0
+    sc = SMALL.edit({"workload.rate_per_s": 10_000.0})
+    loads = [float(x) for x in data.default_loads(sc, [run]).split(", ")]
+    assert loads == [10_000, 16_000, 40_000, 80_000, 120_000, 160_000, 192_000]
+    web = CLOSED.edit({"workload.clients": 400})
+    assert data.default_loads(web) == "1, 50, 100, 200, 400, 800"
+
+
+def test_deltas_show_the_change_in_percent():
+    df = data.comparison_frame(results()[:1])
+    base = df * 2
+    out = data.comparison_deltas(df, base)
+    req = df["req/s"].iloc[0]
+    assert out.data["req/s"].iloc[0] == pytest.approx(-req)
+    assert out.shown["req/s"].iloc[0] == f"{-req:+,.2f} (-50.0%)"

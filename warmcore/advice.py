@@ -359,9 +359,25 @@ def answer_over(runner: Runner, cands: Sequence[Candidate], loads: Sequence, obj
     flips = [crossover(runner, cands, a, b, obj, integer, refine)
              for a, b in zip(verdicts, verdicts[1:], strict=False) if a.best != b.best]
     flips = [f for f in flips if f is not None]
-    return {"loads": loads, "points": [_point(v) for v in verdicts],
-            "ranges": ranges(verdicts), "crossovers": flips,
-            "why": [f["why"] for f in flips]}
+    out = {"loads": loads, "points": [_point(v) for v in verdicts],
+           "ranges": ranges(verdicts), "crossovers": flips,
+           "why": [f["why"] for f in flips]}
+    if obj.slo_us is not None:
+        out["slo_holds_up_to"] = {c.label: _slo_limit(runner, c, loads, obj) for c in cands}
+    return out
+
+
+def _slo_limit(runner: Runner, c: Candidate, loads: Sequence, obj: Objective):
+    """The highest of ``loads`` up to which every run of ``c`` kept p99 within the SLO
+    (and was not in doubt); None if it missed at the lightest."""
+    best = None
+    for ld in loads:
+        rs = runner.results(c, ld)
+        if all(obj.score(r) > 0 and not doubts(r, obj) for r in rs):
+            best = ld
+        else:
+            break
+    return best
 
 
 def tune(scenario, path: str, values: Sequence, objective: str | Objective = "throughput",
@@ -576,9 +592,14 @@ def verdict_text(a: dict) -> str:
         a["load_field"].split(".")[-1].replace("_", " ")
     rs = a["ranges"]
     head = f"For {a['objective_text'].split(' (')[0]}"
+    held = a.get("slo_holds_up_to")
+    slo = "" if not held else " The SLO holds up to: " + ", ".join(
+        f"{n} {_load(x)} {unit}" if x is not None else f"{n} at no load"
+        for n, x in held.items()) + "."
     if all(r["best"] is None for r in rs):
         return (f"{head}: no significant difference between {', '.join(a['strategies'])} "
-                f"at any load from {_load(a['loads'][0])} to {_load(a['loads'][-1])} {unit}.")
+                f"at any load from {_load(a['loads'][0])} to {_load(a['loads'][-1])} "
+                f"{unit}.{slo}")
     parts = []
     for i, r in enumerate(rs):
         upto = _boundary(a, i)
@@ -593,7 +614,7 @@ def verdict_text(a: dict) -> str:
             parts.append(f"no significant difference {span}")
         else:
             parts.append(f"no trustworthy run {span}")
-    return f"{head}: " + "; ".join(parts) + "."
+    return f"{head}: " + "; ".join(parts) + "." + slo
 
 
 def _boundary(a: dict, i: int):

@@ -28,7 +28,9 @@ def breakdown_chart(results, baseline_results=None):
         tooltip=["strategy", "run", "cause", alt.Tooltip("us:Q", format=".2f")],
     ).transform_calculate(
         cause_order=f"indexof({order!r}, datum.cause)"
-    ).properties(width=90, height=300)
+    ).properties(width=90, height=300).resolve_scale(y="independent")
+    # each strategy on its own scale: one strategy's long queue wait would otherwise
+    # flatten the others' bars (their totals are in the tooltips and the table)
 
 
 def curve_charts(df, knees: list[dict], field: str) -> list:

@@ -91,10 +91,29 @@ def styled(df: pd.DataFrame):
 
 
 def comparison_deltas(df: pd.DataFrame, base_df: pd.DataFrame):
-    """Every figure of the strategies in both tables, now minus baseline, formatted."""
+    """Every figure of the strategies in both tables, now minus baseline, formatted
+    with its change in % of the baseline's."""
     common = df.index.intersection(base_df.index)
     delta = df.loc[common] - base_df.loc[common]
-    return delta.style.format({v[0]: "{:+,.2f}" for v in COLUMNS.values()}, na_rep="-")
+    pct = 100 * delta / base_df.loc[common].where(base_df.loc[common] != 0)
+    shown = delta.copy().astype(object)
+    for col in delta.columns:
+        shown[col] = [_delta_text(d, p) for d, p in zip(delta[col], pct[col], strict=True)]
+    return _Deltas(delta, shown)
+
+
+class _Deltas:
+    """The deltas table: ``data`` the numbers (now minus baseline), what Streamlit shows
+    the same with each change in % of the baseline (``shown``)."""
+
+    def __init__(self, data: pd.DataFrame, shown: pd.DataFrame):
+        self.data, self.shown = data, shown
+
+
+def _delta_text(d: float, p: float) -> str:
+    if d != d:                     # nan: a figure a run did not have
+        return "-"
+    return f"{d:+,.2f}" + (f" ({p:+.1f}%)" if p == p and abs(p) != float("inf") else "")
 
 
 def stopped_note(results, names, fraction: float, requests: int) -> str:
@@ -137,14 +156,34 @@ def topology_table(params) -> pd.DataFrame:
 
 # -- load curves ----------------------------------------------------------------------------
 
-def default_loads(sc: warmcore.Scenario) -> str:
-    """Offered loads around the scenario's own: a rate scaled, or counts doubling."""
+def default_loads(sc: warmcore.Scenario, results=()) -> str:
+    """Offered loads that fit the scenario: a count (clients, connections) doubling up
+    to twice the scenario's own; a rate from a tenth of the capacity the comparison's
+    runs imply to 120% of it (each strategy's requests per CPU-second times the
+    machine's CPUs: the most it could serve scaling perfectly), the scenario's own rate
+    among them; without runs, the scenario's rate scaled."""
     field = load_field(sc)
     now = getattr(sc.workload, field, None)
-    if field == "rate_per_s":
-        now = now or 10_000.0
+    if field != "rate_per_s":
+        now = int(now or 1)
+        if now <= 8:
+            return ", ".join(str(n) for n in (1, 2, 4, 8, 16))
+        return ", ".join(str(n) for n in sorted({1, *(max(1, round(now * f))
+                                                      for f in (0.125, 0.25, 0.5, 1, 2))}))
+    now = now or 10_000.0
+    cap = capacity_bound(results)
+    if cap is None or cap <= now:
         return ", ".join(f"{now * f:g}" for f in (0.25, 0.5, 0.75, 1.0, 1.25, 1.5))
-    return ", ".join(str(n) for n in (1, 2, 4, 8, 16))
+    loads = sorted({round(now), *(round(cap * f, -1) for f in (0.1, 0.25, 0.5, 0.75, 1.0, 1.2))})
+    return ", ".join(f"{x:g}" for x in loads)
+
+
+def capacity_bound(results) -> float | None:
+    """The most req/s any of the runs could serve with every CPU of the machine at its
+    requests per CPU-second, or None without a run that used a CPU."""
+    rates = [r.throughput_rps / r.cpus_utilized * len(r.cpu_utilization) for r in results
+             if r.throughput_rps and r.cpus_utilized and r.cpu_utilization]
+    return max(rates) if rates else None
 
 
 def parse_loads(text: str, field: str) -> list:
