@@ -144,7 +144,8 @@ def _explorer_apply(monkeypatch, sc: Scenario, changes: dict, *, main: str, seed
     is, with a fake session instead of a Streamlit run)."""
     pytest.importorskip("streamlit")
     apply = run_path(str(ROOT / "app.py"), run_name="explorer")["apply"]
-    state = types.SimpleNamespace(error=None, toml=sc.to_toml(), strategies=[], gen=0)
+    state = types.SimpleNamespace(error=None, toml=sc.to_toml(), strategies=[], gen=0,
+                                  uploads={})     # files uploaded with the scenario (none)
     monkeypatch.setitem(apply.__globals__, "st",
                         types.SimpleNamespace(session_state=state, rerun=lambda: None))
     params = {p.path: p for p in warmcore.parameters(sc)}
