@@ -127,8 +127,10 @@ def _wait(pid: int, timeout: float) -> int | None:
         time.sleep(0.01)
 
 
-def contract_violation(o: Outcome) -> str | None:
-    """Why ``o`` breaks the CLI's contract, or None if it keeps it."""
+def contract_violation(o: Outcome, result: bool = True) -> str | None:
+    """Why ``o`` breaks the CLI's contract, or None if it keeps it. ``result``: exit 0
+    prints a run's JSON result (run, compare), checked against the schema; commands
+    that print something else (sweep, perf-parse) are checked by their callers."""
     if o.code is None:
         return f"no answer within the timeout ({o.seconds:.0f} s)"
     if "Traceback" in o.stderr or o.code not in (0, 2):
@@ -140,7 +142,7 @@ def contract_violation(o: Outcome) -> str | None:
         if "pydantic" in lines[0] or "Value error" in lines[0] or "constrained-" in lines[0]:
             return f"pydantic internals in the message: {lines[0]!r}"
         return None
-    return result_violation(o.stdout)
+    return result_violation(o.stdout) if result else None
 
 
 def result_violation(stdout: str) -> str | None:
