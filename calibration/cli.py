@@ -15,7 +15,7 @@ import json
 import sys
 
 from warmcore import cli as base
-from warmcore.calibration.perfstat import PerfStat, PerfStatError, load_perf_stat
+from warmcore.calibration.perfstat import PerfStat, PerfStatError, load_perf_stat, short_text
 from warmcore.simcore.config import Scenario
 
 
@@ -197,7 +197,8 @@ def _fmt_footer(stat: PerfStat) -> list[str]:
     lines.append(f"  {len(stat.comments)} comment/hint lines; "
                  f"{len(stat.problems)} line{'' if len(stat.problems) == 1 else 's'} not read"
                  + (":" if stat.problems else ""))
-    lines += [f"    line {p.line}: {p.reason}: {p.text.strip()!r}" for p in stat.problems]
+    lines += [f"    line {p.line}: {p.reason}: {short_text(p.text.strip(), 120)}"
+              for p in stat.problems]
     return lines
 
 

@@ -34,7 +34,14 @@ from pathlib import Path
 import numpy as np
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 import warmcore
 from warmcore.simcore.config import ConfigError, config_error, parse_toml, read_text
@@ -112,6 +119,21 @@ class Measurement(Strict):
                                  "covers (to turn its totals into per-request figures)")
     elapsed_s: float | None = Field(default=None, gt=0)
     figures: dict[str, Annotated[float, Field(gt=0)] | Figure] = {}
+
+    @field_validator("figures", mode="before")
+    @classmethod
+    def _figure_tables(cls, figures):
+        """A figure stated as a table is checked as one, so that its error names the
+        key at fault ({value = 500, coverage = 2.5}: coverage), not the union's first
+        member ("should be a number")."""
+        if isinstance(figures, dict):
+            for name, v in figures.items():
+                if isinstance(v, dict):
+                    try:
+                        Figure.model_validate(v)
+                    except ValidationError as e:
+                        raise config_error(e, str(name)) from None
+        return figures
 
     @model_validator(mode="after")
     def _known_figures(self):

@@ -126,6 +126,9 @@ def check_against(sc: warmcore.Scenario, params: dict) -> dict:
                               f"{sc.name!r}")
         check_fit_bounds(FitParam(**f), p, f"--params: fit.{path}")
         v = params["values"][path]
+        if p.type == "int" and v != round(v):       # calibrate writes whole numbers here
+            raise ConfigError("--params", f"values.{path}: {v!r} is not a whole number "
+                              f"({path} is an integer parameter)")
         v = round(v) if p.type == "int" else float(v)
         try:
             p.check(v)

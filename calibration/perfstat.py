@@ -317,7 +317,7 @@ def _value_status(text: str, comma: bool = False, human: bool = False):
     try:
         value = _human_num(t) if human else _local_num(t, comma)
     except ValueError:
-        raise _LineError(f"counter value {t!r} is not a number") from None
+        raise _LineError(f"counter value {short_text(t)} is not a number") from None
     return _count(value, t), COUNTED
 
 
@@ -447,13 +447,13 @@ def _split_rest(rest: str, row: _Row, sink: _Sink) -> Metric | None:
         return None
     m = _METRIC_TEXT.match(rest)
     if not m:
-        raise _LineError(f"unexpected text after the event: {rest!r}")
+        raise _LineError(f"unexpected text after the event: {short_text(rest)}")
     if m["v"] is None:
         if m["u"].strip():
-            raise _LineError(f"derived metric without a value: {rest!r}")
+            raise _LineError(f"derived metric without a value: {short_text(rest)}")
         return None
     if "[" in m["u"] or m["u"].count("(") != m["u"].count(")"):
-        raise _LineError(f"unbalanced bracket after the metric (truncated?): {rest!r}")
+        raise _LineError(f"unbalanced bracket after the metric (truncated?): {short_text(rest)}")
     return _metric(m["v"].replace(",", ""), m["u"])
 
 
@@ -590,9 +590,12 @@ _JSON_META = {"interval", "aggregate-number", "cpu-count", "cgroup", *_PART_KEYS
 
 
 def _json_counter(no: int, obj: dict) -> _Row:
+    event = obj["event"]
+    if not isinstance(event, str) or not event.strip():      # perf writes a name, always
+        raise _LineError(f"event {short_text(json.dumps(event))} is not an event name")
     raw = obj.get("counter-value")
     value, status = _value_status(str(raw)) if raw is not None else (None, NOT_COUNTED)
-    row = _Row(no, str(obj["event"]), value, status, unit=str(obj.get("unit") or ""))
+    row = _Row(no, event, value, status, unit=str(obj.get("unit") or ""))
     pcnt, var, runtime = (_finite(obj.get(k)) for k in ("pcnt-running", "variance",
                                                          "event-runtime"))
     row.coverage = _coverage_pct(pcnt) if pcnt is not None else None
@@ -730,8 +733,9 @@ def _group(rows: list[_Row], problems: list[Problem]) -> dict[str, list[_Row]]:
         key = counter_key(*split_event(r.event))
         slot = (key, r.time_s, r.part)
         if slot in seen:
-            problems.append(Problem(r.line, r.event, f"{r.event!r} repeats the counter read "
-                                    f"at line {seen[slot].line} ({key}); kept the first"))
+            problems.append(Problem(r.line, r.event, f"{short_text(r.event)} repeats the "
+                                    f"counter read at line {seen[slot].line} ({key}); kept "
+                                    "the first"))
             continue
         seen[slot] = r
         groups.setdefault(key, []).append(r)

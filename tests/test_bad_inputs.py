@@ -111,6 +111,15 @@ def work(tmp_path_factory):
         "g-start.toml": SPEC.replace("[1, 2]", "{start = 5.0, stop = 1.0, step = 1.0}")
                             .replace("machine.cores", "workload.service_us"),
         "deep.toml": 'name = "x"\n' + ".".join(["a"] * 3000) + " = 1\n",
+        "p-int.toml": _params(values={"machine.cores": 1.5},
+                              fit=[{"path": "machine.cores", "lo": 1.0, "hi": 4.0,
+                                    "log": False}]),
+        "g-nometric.toml": SPEC.replace('["throughput_rps", "requests"]', "[]"),
+        "c-figcov.toml": _toml(_cal(measurement=[{**CAL["measurement"][0], "figures": {
+            "throughput_rps": {"value": 500.0, "coverage": 2.5}}}])),
+        "event5.perf": '{"counter-value": "1000", "event": 5}\n',
+        "long-trace.txt": "1" * 400 + "\n",
+        "long-line.perf": "  1,000  cycles  # " + "x" * 100_000 + "\n",
         "short-trace.txt": "0.001\n0.002\n",
         "trace.txt": "".join(f"{i * 1e-3}\n" for i in range(100)),
     }
@@ -211,6 +220,17 @@ BAD = [
      "workload.trace_file", "warm-up"),
     (["run", "mmc", "--duration", "1e-320"], "--duration", "at least 1e-06"),
     (["compare", "mmc", "--strategies", "pc", "--load", ""], "--load", "no load given"),
+    (["sweep", "g-nometric.toml", "--out", "o"], "sweep.metrics", "no figure named"),
+    (["predict", "mmc", "--params", "p-int.toml"], "--params: values.machine.cores",
+     "1.5 is not a whole number"),
+    (["calibrate", "c-figcov.toml", "--out", "p.toml"],
+     "calibration.measurement.0.figures.throughput_rps.coverage", "at most 1 (got 2.5)"),
+    (["perf-parse", "event5.perf"], "error: event5.perf:1", "event '5' is not an event name"),
+    # 10. older surfaces
+    (["run", "mmc", S, "strategy.params=5", "--strategy", "pec"], "strategy.params",
+     "should be a table (got 5)"),
+    (["run", "mmc", "--strategy", "pec", S, "strategy.params=5"], "strategy.params",
+     "should be a table (got 5)"),
 ]
 
 
@@ -224,6 +244,17 @@ def test_bad_input_is_one_line_naming_its_field(argv, field, words, work):
     assert line.startswith(f"warmcore: {field}"), line
     assert words in line, line
     assert time.monotonic() - t0 < 30, "refused only after doing work"
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "mmc", *OPEN, S, 'workload.trace_file="long-trace.txt"'],
+    ["perf-parse", "long-line.perf"],
+], ids=["trace-400-digits", "perf-100k-line"])
+def test_a_long_bad_value_is_quoted_short(argv, work):
+    """One clear line: the value at fault is quoted cut, not echoed whole."""
+    o = run_cli(argv, timeout=60, cwd=str(work))
+    assert contract_violation(o) is None and o.code == 2, (o.code, o.stderr[:300])
+    assert len(o.stderr) < 300, o.stderr[:300]
 
 
 def test_a_calibration_with_an_unwritable_out_runs_no_fit_and_leaves_nothing(work):

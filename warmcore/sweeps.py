@@ -210,14 +210,17 @@ class SweepSpec(BaseModel):
     @field_validator("metrics")
     @classmethod
     def _known_metrics(cls, metrics):
+        if not metrics:             # rows of nothing but their errors: a slip, not a wish
+            raise ConfigError("", "no figure named (leave metrics out for "
+                              f"{', '.join(DEFAULT_METRICS)})")
         seen = set()
         for m in metrics:
             if not is_metric(m):
-                raise ConfigError("", f"{m!r} is not a figure of a run's result (for example "
+                raise ConfigError("", f"{short_repr(m)} is not a figure of a run's result (for example "
                                   "throughput_rps, latency_us.p99, cpus_utilized, "
                                   "processes.server.cycles; docs/formats.md)")
             if m in seen:
-                raise ConfigError("", f"{m!r} is named twice")
+                raise ConfigError("", f"{short_repr(m)} is named twice")
             seen.add(m)
         return metrics
 

@@ -23,6 +23,7 @@ from warmcore.simcore.config import (
     WorkloadKind,
     read_text,
     register_workload,
+    short_repr,
 )
 from warmcore.simcore.config.schema import Count
 from warmcore.simcore.distributions import sampler
@@ -234,10 +235,11 @@ def read_trace(path: str) -> array:
         try:
             t = float(line)
         except ValueError:
-            raise ConfigError(field, f"{path}:{n}: {line!r} is not a time in seconds") from None
+            raise ConfigError(field, f"{path}:{n}: {short_repr(line)} is not a time in "
+                                     "seconds") from None
         if not 0 <= t <= MAX_HORIZON_S:
-            raise ConfigError(field, f"{path}:{n}: {line!r} is not a time in seconds from 0 to "
-                                     f"{MAX_HORIZON_S:g}")
+            raise ConfigError(field, f"{path}:{n}: {short_repr(line)} is not a time in "
+                                     f"seconds from 0 to {MAX_HORIZON_S:g}")
         if times and t < times[-1]:
             raise ConfigError(field, f"{path}:{n}: times must be non-decreasing")
         if len(times) == MAX_TRACE_ARRIVALS:
