@@ -97,6 +97,9 @@ class Strict(BaseModel):
 Seed = Annotated[int, Field(ge=0, lt=2**63)]
 MAX_SEEDS = 64
 MAX_DRAWS = 1000          # predict --draws: each draw is one simulation
+MAX_FIT = 64              # fitted parameters (a spec's and a PARAMS.toml's alike)
+MAX_MEASUREMENTS = 64     # each one a simulation per seed and evaluation
+MAX_WALL_S = 86_400       # run.max_wall, as a sweep's
 
 
 class Figure(Strict):
@@ -191,12 +194,13 @@ class RunSpec(Strict):
     seeds: list[Seed] = Field(default=[1, 2], min_length=1, max_length=MAX_SEEDS)
     starts: int = Field(default=8, ge=1, le=256, description="Sobol starting points")
     max_evaluations: int = Field(default=100, ge=2, le=100_000)
-    max_wall: float | None = Field(default=None, gt=0, description="per simulation, s")
+    max_wall: float | None = Field(default=None, gt=0, le=MAX_WALL_S,
+                                   description="per simulation, s")
 
 
 class CalibrationSpec(Strict):
-    measurement: list[Measurement] = Field(min_length=1)
-    fit: list[FitParam] = Field(min_length=1)
+    measurement: list[Measurement] = Field(min_length=1, max_length=MAX_MEASUREMENTS)
+    fit: list[FitParam] = Field(min_length=1, max_length=MAX_FIT)
     run: RunSpec = RunSpec()
     base_dir: str = Field(default=".", description="where relative file names start "
                                                    "(the spec's folder)")

@@ -14,7 +14,7 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 import warmcore
-from warmcore.calibration.fit import MAX_SEEDS, FitParam, Seed, check_fit_bounds
+from warmcore.calibration.fit import MAX_FIT, MAX_SEEDS, FitParam, Seed, check_fit_bounds
 from warmcore.simcore.config import (
     ConfigError,
     config_error,
@@ -23,7 +23,6 @@ from warmcore.simcore.config import (
     write_atomic,
 )
 
-MAX_FIT = 64              # fitted parameters a PARAMS.toml may name
 REQUIRED = ("values", "fit", "unit_optimum", "unit_cov")
 
 

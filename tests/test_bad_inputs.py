@@ -117,6 +117,8 @@ def work(tmp_path_factory):
         "g-nometric.toml": SPEC.replace('["throughput_rps", "requests"]', "[]"),
         "c-figcov.toml": _toml(_cal(measurement=[{**CAL["measurement"][0], "figures": {
             "throughput_rps": {"value": 500.0, "coverage": 2.5}}}])),
+        "c-noseeds.toml": _toml(_cal(run={**CAL["run"], "seeds": []})),
+        "c-65.toml": _toml(_cal(fit=[{**CAL["fit"][0], "path": f"p{i}"} for i in range(65)])),
         "event5.perf": '{"counter-value": "1000", "event": 5}\n',
         "long-trace.txt": "1" * 400 + "\n",
         "long-line.perf": "  1,000  cycles  # " + "x" * 100_000 + "\n",
@@ -225,6 +227,9 @@ BAD = [
      "1.5 is not a whole number"),
     (["calibrate", "c-figcov.toml", "--out", "p.toml"],
      "calibration.measurement.0.figures.throughput_rps.coverage", "at most 1 (got 2.5)"),
+    (["calibrate", "c-noseeds.toml", "--out", "p.toml"], "calibration.run.seeds",
+     "needs at least 1 (got [])"),
+    (["calibrate", "c-65.toml", "--out", "p.toml"], "calibration.fit", "at most 64 items"),
     (["perf-parse", "event5.perf"], "error: event5.perf:1", "event '5' is not an event name"),
     # 10. older surfaces
     (["run", "mmc", S, "strategy.params=5", "--strategy", "pec"], "strategy.params",
