@@ -216,9 +216,9 @@ class SweepSpec(BaseModel):
         seen = set()
         for m in metrics:
             if not is_metric(m):
-                raise ConfigError("", f"{short_repr(m)} is not a figure of a run's result (for example "
-                                  "throughput_rps, latency_us.p99, cpus_utilized, "
-                                  "processes.server.cycles; docs/formats.md)")
+                raise ConfigError("", f"{short_repr(m)} is not a figure of a run's result "
+                                  "(for example throughput_rps, latency_us.p99, "
+                                  "cpus_utilized, processes.server.cycles; docs/formats.md)")
             if m in seen:
                 raise ConfigError("", f"{short_repr(m)} is named twice")
             seen.add(m)
