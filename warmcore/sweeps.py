@@ -524,9 +524,9 @@ def read_marker(out: Path, field: str = "--out") -> SpecMarker | None:
     try:
         return SpecMarker.model_validate_json(text)
     except ValidationError as e:
-        why = e.errors()[0]
-        where = ".".join(str(x) for x in why["loc"])
-        reason = why["msg"] + (f" at {where}" if where else "")
+        err = config_error(e, prefix=SPEC_FILE)       # the one translator (errors.py)
+        where = err.field.removeprefix(SPEC_FILE).lstrip(".")
+        reason = f"{where}: {err.reason}" if where else err.reason
         raise ConfigError(field, f"{marker}: damaged, not a spec.json warmcore wrote "
                           f"({reason})") from None
 
