@@ -15,7 +15,7 @@ import json
 import sys
 
 from warmcore import cli as base
-from warmcore.calibration.perfstat import PerfStat, PerfStatError, load_perf_stat
+from warmcore.calibration.perfstat import PerfStat, PerfStatError, load_perf_stat, short_text
 from warmcore.simcore.config import Scenario
 
 
@@ -60,10 +60,10 @@ def _sweep_params_hook(spec, args):
     (so the spec's own settings still win), and into its digest."""
     if not getattr(args, "params", None):
         return spec
-    from warmcore.calibration.params import load_params
-    from warmcore.sweeps import check_axes
+    from warmcore.calibration.params import check_against, load_params
+    from warmcore.sweeps import base_scenario, check_axes
 
-    values = load_params(args.params)["values"]
+    values = check_against(base_scenario(spec), load_params(args.params))
     fitted = [f"{k}={v!r}" for k, v in values.items()]
     spec = spec.model_copy(update={"set": [*fitted, *spec.set]})
     check_axes(spec)
@@ -78,7 +78,18 @@ def cmd_calibrate(args) -> int:
     from warmcore.calibration.fit import Calibrator, CalibrationSpec
     from warmcore.calibration.params import write_params
 
+    from warmcore.executor import check_scheduler, check_workers
+    from warmcore.simcore.config import check_output_file
+
     spec = CalibrationSpec.load(args.spec)
+    # Everything the fit's end needs is checked before it starts: a fit of a hundred
+    # simulations never runs to fail at writing its result.
+    check_output_file(args.out, "--out")
+    if args.report is not None:
+        check_output_file(args.report, "--report")
+    check_workers(args.workers)
+    if args.scheduler:
+        check_scheduler(args.scheduler)
     progress = None if args.json else (
         lambda n: print(f"  evaluation {n}", file=sys.stderr) if n % 10 == 0 else None)
     cal = Calibrator(spec, workers=args.workers, scheduler=args.scheduler,
@@ -114,9 +125,11 @@ def cmd_predict(args) -> int:
     from warmcore.calibration.fit import predict
     from warmcore.calibration.params import load_params
 
+    from warmcore.calibration.fit import MAX_DRAWS
+
+    if not 0 <= args.draws <= MAX_DRAWS:            # each draw is one simulation
+        raise base.UsageError(f"--draws: from 0 to {MAX_DRAWS:,} (got {args.draws})")
     params = load_params(args.params)
-    if args.draws < 0:
-        raise base.UsageError("--draws: must be 0 or more")
     base._load(args)                                # the scenario and flags validate
     out = predict(params, args.scenario, strategy=args.strategy, sets=args.sets,
                   draws=args.draws, requests=args.requests or 3000,
@@ -184,7 +197,8 @@ def _fmt_footer(stat: PerfStat) -> list[str]:
     lines.append(f"  {len(stat.comments)} comment/hint lines; "
                  f"{len(stat.problems)} line{'' if len(stat.problems) == 1 else 's'} not read"
                  + (":" if stat.problems else ""))
-    lines += [f"    line {p.line}: {p.reason}: {p.text.strip()!r}" for p in stat.problems]
+    lines += [f"    line {p.line}: {p.reason}: {short_text(p.text.strip(), 120)}"
+              for p in stat.problems]
     return lines
 
 
@@ -212,7 +226,8 @@ def perf_parse(path: str, *, as_json: bool = False) -> int:
     if not stat.counters:
         print(f"warmcore: error: {_no_counters(path, stat)}", file=sys.stderr)
         return 2
-    print(json.dumps(stat.to_dict(), indent=2) if as_json else format_perf_stat(stat))
+    print(json.dumps(stat.to_dict(), indent=2, allow_nan=False) if as_json
+          else format_perf_stat(stat))
     return 0
 
 

@@ -32,7 +32,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from typing import Annotated
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 import warmcore
 from warmcore.simcore.config import ConfigError, config_error, parse_toml, read_text
@@ -84,6 +93,15 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
+# A seed as a scenario takes one (simcore.config.schema.Scenario.seed).
+Seed = Annotated[int, Field(ge=0, lt=2**63)]
+MAX_SEEDS = 64
+MAX_DRAWS = 1000          # predict --draws: each draw is one simulation
+MAX_FIT = 64              # fitted parameters (a spec's and a PARAMS.toml's alike)
+MAX_MEASUREMENTS = 64     # each one a simulation per seed and evaluation
+MAX_WALL_S = 86_400       # run.max_wall, as a sweep's
+
+
 class Figure(Strict):
     """One measured figure: its value, relative uncertainty (1 sigma) and weight from
     the perf counter's multiplexing coverage (1: counted all the time)."""
@@ -103,7 +121,22 @@ class Measurement(Strict):
     requests: int | None = Field(default=None, gt=0, description="requests the perf file "
                                  "covers (to turn its totals into per-request figures)")
     elapsed_s: float | None = Field(default=None, gt=0)
-    figures: dict[str, float | Figure] = {}
+    figures: dict[str, Annotated[float, Field(gt=0)] | Figure] = {}
+
+    @field_validator("figures", mode="before")
+    @classmethod
+    def _figure_tables(cls, figures):
+        """A figure stated as a table is checked as one, so that its error names the
+        key at fault ({value = 500, coverage = 2.5}: coverage), not the union's first
+        member ("should be a number")."""
+        if isinstance(figures, dict):
+            for name, v in figures.items():
+                if isinstance(v, dict):
+                    try:
+                        Figure.model_validate(v)
+                    except ValidationError as e:
+                        raise config_error(e, str(name)) from None
+        return figures
 
     @model_validator(mode="after")
     def _known_figures(self):
@@ -158,18 +191,28 @@ class FitParam(Strict):
 
 class RunSpec(Strict):
     requests: int = Field(default=3000, gt=0, le=10_000_000)
-    seeds: list[int] = Field(default=[1, 2], min_length=1, max_length=64)
+    seeds: list[Seed] = Field(default=[1, 2], min_length=1, max_length=MAX_SEEDS)
     starts: int = Field(default=8, ge=1, le=256, description="Sobol starting points")
     max_evaluations: int = Field(default=100, ge=2, le=100_000)
-    max_wall: float | None = Field(default=None, gt=0, description="per simulation, s")
+    max_wall: float | None = Field(default=None, gt=0, le=MAX_WALL_S,
+                                   description="per simulation, s")
 
 
 class CalibrationSpec(Strict):
-    measurement: list[Measurement] = Field(min_length=1)
-    fit: list[FitParam] = Field(min_length=1)
+    measurement: list[Measurement] = Field(min_length=1, max_length=MAX_MEASUREMENTS)
+    fit: list[FitParam] = Field(min_length=1, max_length=MAX_FIT)
     run: RunSpec = RunSpec()
     base_dir: str = Field(default=".", description="where relative file names start "
                                                    "(the spec's folder)")
+
+    @model_validator(mode="after")
+    def _each_path_once(self):
+        seen = set()
+        for f in self.fit:
+            if f.path in seen:
+                raise ConfigError("fit", f"{f.path} is fitted twice")
+            seen.add(f.path)
+        return self
 
     @classmethod
     def load(cls, path: str | Path) -> CalibrationSpec:
@@ -197,17 +240,33 @@ class CalibrationSpec(Strict):
                 if p is None or p.type not in ("int", "float"):
                     raise ConfigError(f"calibration.fit.{f.path}", "not a numeric parameter "
                                       f"of scenario {sc.name!r} (see warmcore.parameters)")
-                for v in (f.lo, f.hi):
-                    try:
-                        p.check(v)
-                    except ValueError as e:
-                        raise ConfigError(f"calibration.fit.{f.path}", f"{v}: {e}") from None
+                check_fit_bounds(f, p, f"calibration.fit.{f.path}")
             if not m.all_figures(self.base_dir):
                 raise ConfigError(f"calibration.measurement[{i}]", "states no figure to fit "
                                   "(figures or a perf file)")
 
     def digest(self) -> str:
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+    def int_paths(self) -> set[str]:
+        """The fitted paths that are whole numbers (a thread count): fitted over whole
+        bounds, evaluated and reported rounded."""
+        sc = self.measurement[0].scenario_obj(self.base_dir)
+        space = {p.path: p for p in warmcore.parameters(sc)}
+        return {f.path for f in self.fit if space[f.path].type == "int"}
+
+
+def check_fit_bounds(f: FitParam, p, field: str) -> None:
+    """A fitted parameter's bounds: inside the parameter's range, whole numbers for an
+    integer parameter (fitted over [1, 1.5], it would be reported as 1.425)."""
+    for v in (f.lo, f.hi):
+        try:
+            p.check(round(v) if p.type == "int" and v == round(v) else v)
+        except ValueError as e:
+            raise ConfigError(field, f"{v:g}: {e}") from None
+    if p.type == "int" and not (f.lo == round(f.lo) and f.hi == round(f.hi)):
+        raise ConfigError(field, f"an integer parameter is fitted over whole bounds "
+                          f"(got [{f.lo:g}, {f.hi:g}])")
 
 
 # -- evaluation (picklable, runs in worker processes) -------------------------------------
@@ -387,12 +446,14 @@ class Calibrator:
         cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
         cov = s2 * np.linalg.pinv(J.T @ J)
         sd = np.sqrt(np.clip(np.diag(cov), 0, None))
-        values = to_values(spec.fit, u)
+        ints = spec.int_paths()        # evaluated rounded, so reported rounded
+        values = {k: round(v) if k in ints else v for k, v in to_values(spec.fit, u).items()}
         ci, warnings = {}, []
         for j, f in enumerate(spec.fit):
             lo_u, hi_u = u[j] - 1.96 * sd[j], u[j] + 1.96 * sd[j]
-            ci[f.path] = (to_values([f], [max(lo_u, 0)])[f.path],
-                          to_values([f], [min(hi_u, 1)])[f.path])
+            lo = to_values([f], [max(lo_u, 0)])[f.path]
+            hi = to_values([f], [min(hi_u, 1)])[f.path]
+            ci[f.path] = (math.floor(lo), math.ceil(hi)) if f.path in ints else (lo, hi)
             if not np.isfinite(sd[j]) or sd[j] > 0.5 or not np.any(J[:, j]):
                 warnings.append(f"{f.path}: the data cannot identify it (its interval spans "
                                 "its bounds)")
@@ -426,6 +487,10 @@ def predict(params: dict, scenario, strategy: str | None = None, sets: Iterable[
     """``warmcore run``'s JSON of ``scenario`` with the fitted values of ``params`` (a
     PARAMS.toml document), plus ``interval95``: per figure, the 2.5-97.5 percentiles
     over ``draws`` parameter vectors drawn from the fit's covariance x the seeds."""
+    from warmcore.calibration.params import check_against
+
+    if isinstance(draws, bool) or not isinstance(draws, int) or not 0 <= draws <= MAX_DRAWS:
+        raise ConfigError("--draws", f"from 0 to {MAX_DRAWS:,} (got {draws!r})")
     fit = [FitParam(**f) for f in params["fit"]]
     u0 = np.array(params["unit_optimum"])
     cov = np.array(params["unit_cov"])
@@ -433,7 +498,10 @@ def predict(params: dict, scenario, strategy: str | None = None, sets: Iterable[
     if strategy:
         sc = sc.with_(strategy=strategy)
     sc = sc.with_(requests=requests)
+    check_against(sc, params)           # every fitted path, bound and value in its range
     seeds = list(seeds or params.get("seeds") or [1, 2])
+    if not all(isinstance(x, int) and 0 <= x < 2**63 for x in seeds):
+        raise ConfigError("seeds", f"whole numbers from 0 (got {seeds!r})")
     centre = warmcore.simulate(sc.with_(_typed(sc, to_values(fit, u0))), seed=seeds[0],
                                max_wall=max_wall)
     rng = np.random.default_rng(0)

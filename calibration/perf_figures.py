@@ -48,8 +48,9 @@ def figures_from_perf(path: str | Path, requests: int | None = None,
     except PerfStatError as e:
         raise ConfigError("perf", str(e)) from None
     if not ps.counters:
-        raise ConfigError("perf", f"{path}: no counters read ({len(ps.problems)} lines "
-                          "not understood)")
+        first = f":{ps.problems[0].line}: {ps.problems[0].reason};" if ps.problems else ":"
+        raise ConfigError("perf", f"{path}{first} no counters read ({len(ps.problems)} "
+                          "lines not understood)")
     out: dict[str, Figure] = {}
 
     def fig(value, *events):

@@ -169,9 +169,20 @@ class PerfStat:
                             columns=cols)
 
     def to_dict(self) -> dict:
+        """Everything as plain data, non-finite numbers as None (valid JSON)."""
         d = asdict(self)
         d["derived"] = self.derived
-        return d
+        return _json_safe(d)
+
+
+def _json_safe(x):
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_json_safe(v) for v in x]
+    return x
 
 
 class PerfStatError(Exception):
@@ -304,9 +315,38 @@ def _value_status(text: str, comma: bool = False, human: bool = False):
     if t == "<not supported>":
         return None, NOT_SUPPORTED
     try:
-        return (_human_num(t) if human else _local_num(t, comma)), COUNTED
+        value = _human_num(t) if human else _local_num(t, comma)
     except ValueError:
-        raise _LineError(f"counter value {t!r} is not a number") from None
+        raise _LineError(f"counter value {short_text(t)} is not a number") from None
+    return _count(value, t), COUNTED
+
+
+def _count(value: float, text: str) -> float:
+    """A counter's value: finite (a 400-digit count overflows a float) and not negative
+    (perf counts and clocks never are), in every format alike."""
+    if not math.isfinite(value):
+        raise _LineError(f"counter value {short_text(text)} is not a finite number")
+    if value < 0:
+        raise _LineError(f"counter value {short_text(text)} is negative: a count never is")
+    return value
+
+
+def short_text(text: str, limit: int = 40) -> str:
+    r = repr(text)
+    return r if len(r) <= limit else r[:limit - 4] + "...'"
+
+
+def _coverage_pct(pct: float) -> float:
+    """perf's multiplexing percentage (time running / time enabled) as a fraction."""
+    if not (math.isfinite(pct) and 0 <= pct <= 100):
+        raise _LineError(f"multiplexing percentage {pct:g}% is not between 0 and 100")
+    return _pct(pct)
+
+
+def _finite_field(value: float, what: str) -> float:
+    if not math.isfinite(value) or value < 0:
+        raise _LineError(f"{what} {value:g} is not a finite, non-negative number")
+    return value
 
 
 # ----------------------------------------------------------------------------- shared lines
@@ -346,7 +386,10 @@ def _footer(s: str, meta: dict) -> bool:
     if not m:
         return False
     key = {"time elapsed": "elapsed_s", "user": "user_s", "sys": "sys_s"}[m["what"]]
-    meta[key] = _human_num(m["v"])
+    value = _human_num(m["v"])
+    if not math.isfinite(value):          # (a 400-digit time: left to be a problem)
+        return False
+    meta[key] = value
     if key == "elapsed_s" and m["pct"]:
         meta["elapsed_variance_pct"] = float(m["pct"])
     return True
@@ -377,6 +420,8 @@ _PREFIX = (rf"^\s*(?:(?P<ts>\d+\.\d+)\s+)?"
 _HUMAN = re.compile(_PREFIX + r"(?P<value>\d[\d,]*(?:\.\d+)?|<not counted>|<not supported>)\s+"
                     r"(?:(?P<unit>[A-Za-z%]{1,8})\s+(?=[^\s#(\[]))?"
                     r"(?P<event>[^\s#(\[]+)(?P<rest>.*)$")
+_NOT_A_COUNT = re.compile(_PREFIX + r"(?P<value>[-+]?(?:nan|inf(?:inity)?)|-\d[\d,]*(?:\.\d+)?)"
+                          r"\s+(?:[A-Za-z%]{1,8}\s+)?[A-Za-z_][^\s#(\[]*", re.I)
 _HUMAN_METRIC = re.compile(_PREFIX + r"(?P<group>[A-Za-z][^#]*?)?\s*(?P<rest>#.*)$")
 _COVERAGE_END = re.compile(r"\s*(?P<open>[\[(])\s*(?P<pct>\d+(?:\.\d+)?)\s*%\s*[\])]\s*$")
 _VARIANCE_END = re.compile(r"\s*\(\s*\+-\s*(?P<pct>\d+(?:\.\d+)?)\s*%\s*\)\s*$")
@@ -388,11 +433,12 @@ def _split_rest(rest: str, row: _Row, sink: _Sink) -> Metric | None:
     """What follows the event name: (msec), # metric, ( +- var% ), (cov%) or [cov%]."""
     m = _COVERAGE_END.search(rest)
     if m:
-        row.coverage, rest = _pct(float(m["pct"])), rest[:m.start()]
+        row.coverage, rest = _coverage_pct(float(m["pct"])), rest[:m.start()]
         sink.bracketed |= m["open"] == "["
     m = _VARIANCE_END.search(rest)
     if m:
-        row.variance_pct, rest = float(m["pct"]), rest[:m.start()]
+        row.variance_pct = _finite_field(float(m["pct"]), "variance")
+        rest = rest[:m.start()]
     m = _OLD_UNIT.match(rest)
     if m:
         row.unit, rest = row.unit or m["unit"], rest[m.end():]
@@ -401,18 +447,18 @@ def _split_rest(rest: str, row: _Row, sink: _Sink) -> Metric | None:
         return None
     m = _METRIC_TEXT.match(rest)
     if not m:
-        raise _LineError(f"unexpected text after the event: {rest!r}")
+        raise _LineError(f"unexpected text after the event: {short_text(rest)}")
     if m["v"] is None:
         if m["u"].strip():
-            raise _LineError(f"derived metric without a value: {rest!r}")
+            raise _LineError(f"derived metric without a value: {short_text(rest)}")
         return None
     if "[" in m["u"] or m["u"].count("(") != m["u"].count(")"):
-        raise _LineError(f"unbalanced bracket after the metric (truncated?): {rest!r}")
+        raise _LineError(f"unbalanced bracket after the metric (truncated?): {short_text(rest)}")
     return _metric(m["v"].replace(",", ""), m["u"])
 
 
 def _prefix(m: re.Match, row: _Row) -> None:
-    row.time_s = float(m["ts"]) if m["ts"] else None
+    row.time_s = _finite_field(float(m["ts"]), "interval time") if m["ts"] else None
     row.part = m["aggr"] or m["cpu"] or m["thr"] or ""
     row.part_cpus = int(m["nr"]) if m["nr"] else None
 
@@ -427,6 +473,10 @@ def _human_line(no: int, line: str, sink: _Sink) -> None:
         row.metrics += [metric] if metric else []
         sink.rows.append(row)
         return
+    m = _NOT_A_COUNT.match(line)
+    if m:           # "nan  cycles  # 0.5 GHz" is a counter with a bad value, not a metric
+        raise _LineError(f"counter value {short_text(m['value'])} is not a finite, "
+                         "non-negative number")
     m = _HUMAN_METRIC.match(line)
     if not m:
         raise _LineError("not a perf stat counter line")
@@ -480,12 +530,13 @@ def _csv_tail(rest: list[str], row: _Row, comma: bool) -> Metric | None:
     if rest and rest[0] and not rest[0].endswith("%") and not _is_num(rest[0], comma):
         rest = rest[1:]                    # a cgroup name (-G)
     if rest and rest[0].endswith("%") and _is_num(rest[0][:-1], comma):
-        row.variance_pct, rest = _local_num(rest[0][:-1], comma), rest[1:]
+        row.variance_pct = _finite_field(_local_num(rest[0][:-1], comma), "variance")
+        rest = rest[1:]
     try:
         if rest and rest[0]:
-            row.runtime_ns = int(_local_num(rest[0], comma))
+            row.runtime_ns = int(_finite_field(_local_num(rest[0], comma), "run time"))
         if len(rest) > 1 and rest[1]:
-            row.coverage = _pct(_local_num(rest[1], comma))
+            row.coverage = _coverage_pct(_local_num(rest[1], comma))
         metric = None
         if len(rest) > 2 and rest[2]:
             metric = _metric(_local_num(rest[2], comma), rest[3] if len(rest) > 3 else "")
@@ -539,14 +590,17 @@ _JSON_META = {"interval", "aggregate-number", "cpu-count", "cgroup", *_PART_KEYS
 
 
 def _json_counter(no: int, obj: dict) -> _Row:
+    event = obj["event"]
+    if not isinstance(event, str) or not event.strip():      # perf writes a name, always
+        raise _LineError(f"event {short_text(json.dumps(event))} is not an event name")
     raw = obj.get("counter-value")
     value, status = _value_status(str(raw)) if raw is not None else (None, NOT_COUNTED)
-    row = _Row(no, str(obj["event"]), value, status, unit=str(obj.get("unit") or ""))
+    row = _Row(no, event, value, status, unit=str(obj.get("unit") or ""))
     pcnt, var, runtime = (_finite(obj.get(k)) for k in ("pcnt-running", "variance",
                                                          "event-runtime"))
-    row.coverage = _pct(pcnt) if pcnt is not None else None
-    row.variance_pct = var
-    row.runtime_ns = int(runtime) if runtime is not None else None
+    row.coverage = _coverage_pct(pcnt) if pcnt is not None else None
+    row.variance_pct = _finite_field(var, "variance") if var is not None else None
+    row.runtime_ns = int(_finite_field(runtime, "run time")) if runtime is not None else None
     return row
 
 
@@ -563,7 +617,8 @@ def _json_object(no: int, obj: dict, sink: _Sink) -> None:
         row.time_s = _finite(obj.get("interval"))
         row.part = str(next((obj[k] for k in _PART_KEYS if k in obj), ""))
         nr = obj.get("aggregate-number", obj.get("cpu-count"))
-        row.part_cpus = int(nr) if isinstance(nr, int | float) else None
+        row.part_cpus = int(nr) if isinstance(nr, int | float) and not isinstance(nr, bool) \
+            and math.isfinite(nr) else None
         metric = _json_metric(obj, "")
         row.metrics += [metric] if metric else []
         sink.rows.append(row)
@@ -678,8 +733,9 @@ def _group(rows: list[_Row], problems: list[Problem]) -> dict[str, list[_Row]]:
         key = counter_key(*split_event(r.event))
         slot = (key, r.time_s, r.part)
         if slot in seen:
-            problems.append(Problem(r.line, r.event, f"{r.event!r} repeats the counter read "
-                                    f"at line {seen[slot].line} ({key}); kept the first"))
+            problems.append(Problem(r.line, r.event, f"{short_text(r.event)} repeats the "
+                                    f"counter read at line {seen[slot].line} ({key}); kept "
+                                    "the first"))
             continue
         seen[slot] = r
         groups.setdefault(key, []).append(r)

@@ -7,6 +7,7 @@ import html
 from pathlib import Path
 
 import warmcore
+from warmcore.simcore.config import write_atomic
 
 
 PREDICTED = ("throughput_rps", "cpus_utilized", "ipc", "llc_loads_per_req",
@@ -67,4 +68,4 @@ with its 95% interval over parameter draws from the fit's covariance and the see
 <div id="bars"></div><div id="resid"></div>
 <script>vegaEmbed("#bars", {bars.to_json()}); vegaEmbed("#resid", {resid.to_json()});</script>
 </body></html>"""
-    Path(path).write_text(page)
+    write_atomic(path, page, "--report")

@@ -102,14 +102,17 @@ class Recorder:
         self.last_done = now
         if self.measuring:
             t_arrive = req.t_arrive
+            t_start = req.t_start
+            if t_start < 0.0:       # no thread ran anything for it (a program of only
+                t_start = now       # permits and no op cost): served in no time, now
             # Latencies are binned in batches (LatencyHistogram.record_many): an append
             # here costs a tenth of binning one value in Python.
             buf = self.lat_buf
             buf.append(now - t_arrive)
-            self.srv_buf.append(now - req.t_start)
+            self.srv_buf.append(now - t_start)
             if len(buf) >= LAT_BATCH:
                 self.flush()
-            self.wait_sum += req.t_start - t_arrive
+            self.wait_sum += t_start - t_arrive
             # Breakdown sums, unrolled over CAUSES[1:]; queue wait (index 0) is the
             # remainder, computed once at the end (bd_sums).
             bd = req.bd

@@ -33,14 +33,18 @@ class Outcome:
     seconds: float
 
 
-def run_cli(argv: list[str], timeout: float = 60.0, cwd: str | None = None) -> Outcome:
+def run_cli(argv: list[str], timeout: float = 60.0, cwd: str | None = None,
+            as_user: bool = False) -> Outcome:
     """``warmcore ARGV`` in a forked child (the imports are already done, so a case
     costs its run, not an interpreter start), under MEMORY_LIMIT, killed after
-    ``timeout`` seconds."""
+    ``timeout`` seconds. ``as_user``: file permissions apply to the child as to a user
+    who is not root (root's override of them is dropped: tests run as root in CI)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
         pid = os.fork()
         if pid == 0:                                      # the child
+            if as_user:
+                drop_file_override()
             _child(argv, out.fileno(), err.fileno(), cwd)
         code = _wait(pid, timeout)
         seconds = time.monotonic() - t0
@@ -48,6 +52,36 @@ def run_cli(argv: list[str], timeout: float = 60.0, cwd: str | None = None) -> O
         err.seek(0)
         return Outcome(argv, code, out.read().decode(errors="replace"),
                        err.read().decode(errors="replace"), seconds)
+
+
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
+
+
+def drop_file_override() -> None:
+    """Drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from this process (capset(2)): as
+    root, it then meets file permissions as their owner would. No-op when not root."""
+    import ctypes
+
+    if os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    head = Header(0x20080522, 0)                  # _LINUX_CAPABILITY_VERSION_3
+    data = (Data * 2)()
+    if libc.capget(ctypes.byref(head), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    mask = ~((1 << CAP_DAC_OVERRIDE) | (1 << CAP_DAC_READ_SEARCH)) & 0xFFFFFFFF
+    for field in ("effective", "permitted", "inheritable"):
+        setattr(data[0], field, getattr(data[0], field) & mask)
+    if libc.capset(ctypes.byref(head), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
 
 
 def _child(argv, out_fd, err_fd, cwd) -> None:
@@ -93,8 +127,10 @@ def _wait(pid: int, timeout: float) -> int | None:
         time.sleep(0.01)
 
 
-def contract_violation(o: Outcome) -> str | None:
-    """Why ``o`` breaks the CLI's contract, or None if it keeps it."""
+def contract_violation(o: Outcome, result: bool = True) -> str | None:
+    """Why ``o`` breaks the CLI's contract, or None if it keeps it. ``result``: exit 0
+    prints a run's JSON result (run, compare), checked against the schema; commands
+    that print something else (sweep, perf-parse) are checked by their callers."""
     if o.code is None:
         return f"no answer within the timeout ({o.seconds:.0f} s)"
     if "Traceback" in o.stderr or o.code not in (0, 2):
@@ -106,7 +142,7 @@ def contract_violation(o: Outcome) -> str | None:
         if "pydantic" in lines[0] or "Value error" in lines[0] or "constrained-" in lines[0]:
             return f"pydantic internals in the message: {lines[0]!r}"
         return None
-    return result_violation(o.stdout)
+    return result_violation(o.stdout) if result else None
 
 
 def result_violation(stdout: str) -> str | None:

@@ -876,11 +876,14 @@ def test_an_uploaded_params_file_applies_its_fitted_values(tmp_path):
     sc = warmcore.Scenario.from_toml(at.session_state.toml)
     assert sc.workload.service_us == 17.5 and sc.work.code_kib == 80.0
     assert any("fitted values from p.toml" in i.value for i in at.sidebar.info)
-    doc["values"]["workload.nope"] = 1.0
+    doc["values"]["workload.nope"] = 1.0          # (a value of a path the fit names too)
+    doc["fit"].append({"path": "workload.nope", "lo": 1.0, "hi": 2.0, "log": False})
+    doc["unit_optimum"].append(0.5)
+    doc["unit_cov"] = [[0.01, 0.0, 0.0], [0.0, 0.01, 0.0], [0.0, 0.0, 0.01]]
     at.file_uploader(key="upload").set_value(
         ("q.toml", tomli_w.dumps(doc).encode(), "application/toml")).run()
     assert [e.value for e in at.error] == [
-        "q.toml: --params: workload.nope is not a parameter of scenario 'pipeline'"]
+        "q.toml: --params: workload.nope is not a numeric parameter of scenario 'pipeline'"]
     assert warmcore.Scenario.from_toml(at.session_state.toml).workload.service_us == 17.5
 
 

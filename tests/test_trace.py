@@ -79,7 +79,7 @@ def test_cli_run_trace_writes_the_file(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("path, reason", [
-    ("nowhere/x.json", "--trace: cannot write nowhere/x.json"),
+    ("nowhere/x.json", "--trace: nowhere/x.json: the folder nowhere does not exist"),
     ("x.txt", "--trace: 'x.txt' should name a .json file"),
 ])
 def test_cli_trace_bad_path_is_one_line(tmp_path, monkeypatch, capsys, path, reason):

@@ -327,17 +327,24 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
         warnings.append(f"partial: stopped after {rec.measured} measured requests")
     offered = _offered_rate(cfg)
     thr = n / window if window > 0 else 0.0
+    arrived_window = rec.arrived - rec.arrived_at_measure
     if not kind_of(cfg.workload).makespan:
         grew = in_flight - rec.in_system_at_measure
         if offered and thr < 0.98 * offered and grew > max(10, 0.01 * n):
             drained = False
             warnings.append(f"overloaded: offered {offered:.6g} req/s, served {thr:.6g} req/s; "
                             f"the queue never drained ({in_flight} requests in flight at the end)")
+        above = _served_above_offered(n, arrived_window, window, offered)
+        if above:
+            warnings.append(above)
+        if n == 0 and not rec.partial:
+            warnings.append(f"no request completed in the measured window ({window:.3g} "
+                            "simulated s): nothing measured; lengthen the run (run.requests "
+                            "or run.duration_s)")
     lat = _percentiles(h, n)
     service = _percentiles(rec.service, n)
     bd = {cause: _us(s / n) if n else math.nan
           for cause, s in zip(CAUSES, rec.bd_sums(), strict=True)}
-    arrived_window = rec.arrived - rec.arrived_at_measure
     res = {
         "scenario": cfg.name,
         "strategy": cfg.strategy.name,
@@ -390,6 +397,31 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
                         for c, ghz in enumerate(kernel.trace.ghz0)]
         res["trace"] = rows
     return res
+
+
+# How far above its offered rate an open loop's measured throughput may read before it
+# is flagged: this many standard deviations of the count of Poisson arrivals in the
+# window (sqrt(rate x window)). At 3 a run in steady state is flagged about once in
+# 700 by chance alone; a window that serves the warm-up's backlog reads far above.
+OFFERED_SIGMAS = 3.0
+
+
+def _served_above_offered(served: int, arrived: int, window: float, offered) -> str | None:
+    """A warning when the window served more than was offered beyond the noise of the
+    arrivals, by serving requests that arrived before it (the warm-up's backlog): in
+    the long run an open loop cannot serve more than it is offered, so such a figure
+    is a transient, not the server's throughput. None when the figure is plausible."""
+    if not offered or window <= 0 or served <= arrived:
+        return None
+    expected = offered * window
+    ceiling = expected + OFFERED_SIGMAS * math.sqrt(expected)
+    if served <= ceiling:
+        return None
+    return (f"served {served / window:.6g} req/s, more than the {offered:.6g} req/s offered "
+            f"(beyond its {OFFERED_SIGMAS:g}-sigma noise, {ceiling / window:.6g}): the "
+            f"window served {served - arrived} requests that arrived before it (the "
+            "warm-up's backlog), so this is a transient, not a steady state; run longer "
+            "(run.requests) or warm up longer (run.warmup)")
 
 
 def _percentiles(h, n: int) -> dict:

@@ -23,7 +23,15 @@ import os
 import re
 import sys
 
-from warmcore.simcore.config import ConfigError, builtin_names, load, read_scenario_dict
+from warmcore.simcore.config import (
+    ConfigError,
+    builtin_names,
+    check_output_file,
+    load,
+    read_scenario_dict,
+    short_repr,
+)
+from warmcore.simcore.config.schema import MIN_DURATION_S
 
 USAGE_ERROR = 2
 
@@ -158,9 +166,10 @@ def cmd_run(args) -> int:
 
     sc = _load(args, strategy=args.strategy)
     added = False
-    if args.trace:
+    if args.trace is not None:
         if not args.trace.endswith(".json"):
             raise UsageError(f"--trace: {args.trace!r} should name a .json file")
+        check_output_file(args.trace, "--trace")           # before the run
         if sc.run.trace_events == 0:
             from warmcore.trace import DEFAULT_EVENTS
 
@@ -170,10 +179,7 @@ def cmd_run(args) -> int:
     if args.trace:
         from warmcore.trace import write_chrome_trace
 
-        try:
-            write_chrome_trace(res, args.trace)
-        except OSError as e:
-            raise UsageError(f"--trace: cannot write {args.trace} ({e.strerror})") from None
+        write_chrome_trace(res, args.trace)
         if added:            # the printed result is the run's as asked, without the rows
             res = res.model_copy()
             res.trace = None
@@ -195,6 +201,8 @@ def _load(args, **extra):
         raise UsageError("--requests: must be a positive number")
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise UsageError("--duration: must be a positive number of seconds")
+    if args.duration is not None and args.duration < MIN_DURATION_S:
+        raise UsageError(f"--duration: at least {MIN_DURATION_S:g} s (got {args.duration:g})")
     if args.max_wall is not None and not (math.isfinite(args.max_wall) and args.max_wall > 0):
         raise UsageError("--max-wall: must be a positive number of seconds")
     if args.seed is not None and args.seed < 0:
@@ -241,21 +249,33 @@ def cmd_compare(args) -> int:
     return 0
 
 
+MAX_LOADS = 1000          # compare --load: each load is one run per strategy
+
+
+def parse_loads(text: str, flag: str = "--load") -> list[float]:
+    """``--load L1,L2,...``: finite positive numbers, at most MAX_LOADS, sorted."""
+    items = [x for x in text.split(",") if x.strip()]
+    if not items:
+        raise UsageError(f"{flag}: no load given (a comma-separated list of numbers)")
+    if len(items) > MAX_LOADS:
+        raise UsageError(f"{flag}: {len(items):,} loads; at most {MAX_LOADS:,}")
+    try:
+        loads = sorted(float(x) for x in items)
+    except ValueError:
+        raise UsageError(f"{flag}: {short_repr(text)} is not a list of numbers") from None
+    if not all(math.isfinite(x) and x > 0 for x in loads):
+        raise UsageError(f"{flag}: loads must be finite positive numbers")
+    return loads
+
+
 def _loads(text: str | None, flag: str, cfg) -> list | None:
     """Offered loads from a comma-separated list: finite, positive, whole numbers for a
     workload whose load is a count (clients, connections, jobs)."""
     from warmcore.comparison import load_field
 
-    if not text:
+    if text is None:                        # (--load '' is as empty as --load ,)
         return None
-    try:
-        loads = sorted(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise UsageError(f"{flag}: {text!r} is not a list of numbers") from None
-    if not loads or not all(math.isfinite(x) and x > 0 for x in loads):
-        raise UsageError(f"{flag}: loads must be finite positive numbers")
-    if len(loads) > 1000:
-        raise UsageError(f"{flag}: at most 1,000 loads")
+    loads = parse_loads(text, flag)
     if load_field(cfg) != "rate_per_s" and not all(x == int(x) for x in loads):
         raise UsageError(f"{flag}: workload {cfg.workload.kind!r} takes whole numbers of "
                          f"{load_field(cfg).replace('_', ' ')}")

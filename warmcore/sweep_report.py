@@ -28,7 +28,13 @@ import math
 import sys
 from pathlib import Path
 
-from warmcore.simcore.config import ConfigError
+from warmcore.simcore.config import (
+    ConfigError,
+    check_output_dir,
+    check_output_file,
+    write_atomic,
+    write_atomic_with,
+)
 
 CONFIDENCE = 0.95
 REQUIRED = ("point_id", "replication", "error")
@@ -55,10 +61,14 @@ def load_axes() -> list[str]:
 
 def load(results: str | Path):
     """The rows of a sweep (its output directory, or one Parquet file) and its spec
-    (None for a bare file); ConfigError (one line) for anything else."""
+    (None for a bare file); ConfigError (one line) for anything else: a damaged
+    spec.json or part file, a part of another sweep."""
     path = Path(results)
+    if not str(results).strip():
+        raise ConfigError("sweep-report", "an empty path (name a sweep's output folder)")
     if not path.exists():
         raise ConfigError(str(path), "no such file or directory")
+    spec = _stored_spec(path) if path.is_dir() else None
     df = _read_dir(path) if path.is_dir() else _read_file(path)
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing or not axes_of(df):
@@ -66,7 +76,21 @@ def load(results: str | Path):
         raise ConfigError(str(path), f"not the rows of a warmcore sweep (no {what})")
     if df.empty:
         raise ConfigError(str(path), "no rows yet")
-    return df, _stored_spec(path)
+    return hashable_axes(df), spec
+
+
+def hashable_axes(df):
+    """Axis values as pandas can group them: a list value (``server.cpus = [[0], [0,
+    1]]``, stored by Parquet as an array) becomes its TOML-like text, ``[0, 1]``."""
+    for col in axes_of(df):
+        if df[col].map(lambda v: hasattr(v, "__len__") and not isinstance(v, str)).any():
+            df = df.assign(**{col: df[col].map(_axis_text)})
+    return df
+
+
+def _axis_text(v) -> str:
+    v = v.tolist() if hasattr(v, "tolist") else v
+    return json.dumps(v, separators=(", ", " = ")) if isinstance(v, list | dict) else str(v)
 
 
 def _read_dir(path: Path):
@@ -75,10 +99,7 @@ def _read_dir(path: Path):
     if not any(path.glob("part-*.parquet")):
         raise ConfigError(str(path), "no part-*.parquet files: not a sweep's output "
                           "directory, or nothing has finished yet")
-    try:
-        return read_results(path)
-    except (OSError, ValueError) as e:
-        raise ConfigError(str(path), f"unreadable Parquet part ({_first_line(e)})") from None
+    return read_results(path, field=str(path))
 
 
 def _read_file(path: Path):
@@ -95,15 +116,21 @@ def _first_line(e: BaseException) -> str:
 
 
 def _stored_spec(path: Path):
-    from warmcore.sweeps import SPEC_FILE, SweepSpec
+    """The spec of the folder's spec.json (None without one); a damaged one is refused."""
+    from warmcore.sweeps import SweepSpec, read_marker
 
-    marker = path / SPEC_FILE
-    if not marker.is_file():
+    marker = read_marker(path, str(path))
+    if marker is None:
         return None
     try:
-        return SweepSpec.model_validate(json.loads(marker.read_text())["spec"])
-    except (ValueError, KeyError):
-        return None
+        spec = SweepSpec.model_validate(marker.spec)
+    except (ValueError, ConfigError) as e:          # ValidationError is a ValueError
+        raise ConfigError(str(path), f"spec.json: damaged, not the spec of a sweep "
+                          f"({_first_line(e)})") from None
+    if spec.digest() != marker.spec_hash:
+        raise ConfigError(str(path), f"spec.json: damaged (its spec hashes to "
+                          f"{spec.digest()}, not {marker.spec_hash})")
+    return spec
 
 
 def axes_of(df) -> list[str]:
@@ -321,6 +348,8 @@ def _against_cores(y: str, title: str):
             return "no axis counts cores (machine.cores, server.cpus, consumer.cpus...)"
         if y not in df.columns:
             return f"{y} not kept"
+        if df[x].dtype.kind not in "fiu":
+            return f"{x.removeprefix('axis.')} holds lists of CPUs, not counts"
         return _line(df, x, y, title)
     return make
 
@@ -438,8 +467,13 @@ def report(results: str | Path, html: str | Path | None = None,
     one self-contained page of it all. Returns the summary, the sensitivity tables,
     the chart files, the charts left out and the page."""
     file = file or sys.stdout
-    results = Path(results)
     df, spec = load(results)
+    results = Path(results)
+    where = _charts_dir(results, charts_dir)
+    if html is not None:                 # the outputs checked before anything is computed
+        check_output_file(html, "--html")
+    if where is not None:
+        check_output_dir(where, "--charts")
     df, derived = with_cpu_per_request(df)
     s = summary(df)
     sens, text = _rankings(df, spec)
@@ -448,18 +482,29 @@ def report(results: str | Path, html: str | Path | None = None,
     if charts_dir is None and html is None:
         return out
     cs, out["skipped"] = _charts_or_error(df, spec, sens)
-    if charts_dir is not None:
-        where = Path(charts_dir) if charts_dir != "default" else \
-            results.with_name(results.name.removesuffix(".parquet") + "-charts")
+    if where is not None:
         out["charts"] = save_charts(cs, where)
         print(f"\ncharts ({', '.join(cs) or 'none'}) -> {where}/ as HTML and PNG", file=file)
     for line in out["skipped"]:
         print(f"  not drawn: {line}", file=file)
     if html is not None:
-        Path(html).write_text(page(df, s, spec, sens, cs), encoding="utf-8")
+        write_atomic(html, page(df, s, spec, sens, cs), "--html")
         out["html"] = Path(html)
         print(f"report page -> {html}", file=file)
     return out
+
+
+def _charts_dir(results: Path, charts_dir) -> Path | None:
+    """Where the charts go: ``charts_dir``, or by default RESULTS-charts beside the
+    results (named from the resolved path: ``sweep-report .`` inside the folder)."""
+    if charts_dir is None:
+        return None
+    if charts_dir != "default":
+        return Path(charts_dir)
+    full = results if results.name not in ("", "..") else results.resolve()
+    if not full.name:                                  # the root folder
+        return full / "charts"
+    return full.with_name(full.name.removesuffix(".parquet") + "-charts")
 
 
 def _constant(col) -> bool:
@@ -528,11 +573,13 @@ def _charts_or_error(df, spec, sens):
 
 def save_charts(cs: dict, where: Path) -> dict:
     """Each chart as NAME.html (Vega-Lite via vega-embed) and NAME.png; the paths."""
-    where.mkdir(parents=True, exist_ok=True)
+    where = check_output_dir(where, "--charts")
     written = {}
     for name, chart in cs.items():
-        chart.save(str(where / f"{name}.html"))
-        chart.save(str(where / f"{name}.png"), scale_factor=2)
+        for ext, opts in (("html", {}), ("png", {"scale_factor": 2})):
+            write_atomic_with(where / f"{name}.{ext}",
+                              lambda tmp, c=chart, e=ext, o=opts: c.save(tmp, format=e, **o),
+                              "--charts")
         written[name] = (where / f"{name}.html", where / f"{name}.png")
     return written
 

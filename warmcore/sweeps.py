@@ -50,10 +50,27 @@ from pydantic import (
     model_validator,
 )
 
-from warmcore.simcore.config import ConfigError, Scenario, config_error, parse_toml, read_text
+from warmcore.simcore.config import (
+    ConfigError,
+    Scenario,
+    check_output_dir,
+    config_error,
+    parse_toml,
+    read_text,
+    short_repr,
+    write_atomic,
+    write_atomic_with,
+)
 
 TASK_SECONDS = 0.5        # an automatic batch aims at this much work per task
 MAX_BATCH = 1000
+# A sweep's size: points (a grid's product of its axes' lengths, or a sampled design's
+# samples) and runs (points x replications). The driver keeps the (point, replication)
+# pairs already done in memory and reads their rows back when it resumes, so the runs
+# are capped where that stays well under a GiB.
+MAX_POINTS = 1_000_000
+MAX_RUNS = 1_000_000
+MAX_AXIS_VALUES = 1_000_000
 DEFAULT_METRICS = ["throughput_rps", "latency_us.p50", "latency_us.p99", "latency_us.max",
                    "cpus_utilized", "ipc", "ghz", "llc_loads", "requests"]
 SPEC_FILE = "spec.json"
@@ -66,7 +83,7 @@ class AxisRange(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     start: float = Field(allow_inf_nan=False)
     stop: float = Field(allow_inf_nan=False)
-    num: int | None = Field(default=None, ge=1, le=1_000_000)
+    num: int | None = Field(default=None, ge=1, le=MAX_AXIS_VALUES)
     step: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     log: bool = False
 
@@ -74,8 +91,13 @@ class AxisRange(BaseModel):
     def _num_or_step(self):
         if self.step is not None and (self.num is not None or self.log):
             raise ConfigError("step", "give either num (linear or log) or step (linear)")
-        if self.step is not None and (self.stop - self.start) / self.step > 1_000_000:
-            raise ConfigError("step", "more than 1,000,000 values")
+        if self.start > self.stop:       # (a step range would run only its start)
+            raise ConfigError("start", f"{self.start:g} is above stop {self.stop:g}")
+        if self.start == self.stop and (self.num or 2) > 1:
+            raise ConfigError("stop", f"equals start ({self.start:g}): the range has one "
+                              "value; write it as a list")
+        if self.step is not None and (self.stop - self.start) / self.step > MAX_AXIS_VALUES:
+            raise ConfigError("step", f"more than {MAX_AXIS_VALUES:,} values")
         return self
 
     def values(self) -> list[float]:
@@ -104,13 +126,64 @@ Axis = Annotated[Annotated[list[Any], Tag("axis[values]")]
                                else "axis[values]")]
 
 
+def axis_values(axis) -> list:
+    return axis.values() if isinstance(axis, AxisRange) else axis
+
+
+def _value_key(v):
+    """What makes two axis values the same setting: 2 and 2.0 are one number."""
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return ("number", float(v))
+    return ("json", json.dumps(v, sort_keys=True, default=str))
+
+
+def _no_repeats(path: str, values: list) -> None:
+    """An axis names each value once: a repeated one would be one point (one point id,
+    the same seeds) reported as several."""
+    seen = set()
+    for v in values:
+        key = _value_key(v)
+        if key in seen:
+            raise ConfigError(path, f"{short_repr(v)} appears more than once")
+        seen.add(key)
+
+
+# The figures of a result a sweep can keep: every scalar of warmcore.result.Result
+# (nested ones as latency_us.p99), and per process processes.NAME.FIGURE.
+_NOT_FIGURES = {"processes", "cpu_utilization", "cpu_ghz", "warnings", "trace", "seeds",
+                "ci95"}
+
+
+def metric_paths() -> set[str]:
+    from warmcore.result import Result
+
+    out = set()
+    for name, f in Result.model_fields.items():
+        sub = f.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel):
+            out |= {f"{name}.{k}" for k in sub.model_fields}
+        elif name not in _NOT_FIGURES:
+            out.add(name)
+    return out
+
+
+def is_metric(path: str) -> bool:
+    from warmcore.result import ProcessCounters
+
+    head, _, rest = path.partition(".")
+    if head == "processes":
+        proc, _, figure = rest.partition(".")
+        return bool(proc) and figure in ProcessCounters.model_fields
+    return path in metric_paths()
+
+
 class SweepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     scenario: str
     set: list[str] = []
     axes: dict[str, Axis]
     design: Literal["grid", "random", "lhs", "sobol"] = "grid"
-    samples: int | None = Field(default=None, ge=1, le=10_000_000)
+    samples: int | None = Field(default=None, ge=1, le=MAX_POINTS)
     replications: int = Field(default=1, ge=1, le=1000)
     seed: int = Field(default=1, ge=0)
     metrics: list[str] = DEFAULT_METRICS
@@ -127,9 +200,41 @@ class SweepSpec(BaseModel):
         for path, ax in axes.items():
             if isinstance(ax, list) and not ax:
                 raise ConfigError(path, "an empty axis")
+            if isinstance(ax, list) and len(ax) > MAX_AXIS_VALUES:
+                raise ConfigError(path, f"more than {MAX_AXIS_VALUES:,} values")
             if isinstance(ax, AxisRange) and ax.log and min(ax.start, ax.stop) <= 0:
                 raise ConfigError(path, "a log range needs positive bounds")
+            _no_repeats(path, axis_values(ax))
         return axes
+
+    @field_validator("metrics")
+    @classmethod
+    def _known_metrics(cls, metrics):
+        if not metrics:             # rows of nothing but their errors: a slip, not a wish
+            raise ConfigError("", "no figure named (leave metrics out for "
+                              f"{', '.join(DEFAULT_METRICS)})")
+        seen = set()
+        for m in metrics:
+            if not is_metric(m):
+                raise ConfigError("", f"{short_repr(m)} is not a figure of a run's result "
+                                  "(for example throughput_rps, latency_us.p99, "
+                                  "cpus_utilized, processes.server.cycles; docs/formats.md)")
+            if m in seen:
+                raise ConfigError("", f"{short_repr(m)} is named twice")
+            seen.add(m)
+        return metrics
+
+    @model_validator(mode="after")
+    def _size(self):
+        n = _n_points(self)
+        if n > MAX_POINTS:
+            raise ConfigError("axes" if self.design == "grid" else "samples",
+                              f"{n:,} points; at most {MAX_POINTS:,} (docs/sweeps.md)")
+        if n * self.replications > MAX_RUNS:
+            raise ConfigError("replications", f"{n:,} points x {self.replications} "
+                              f"replications = {n * self.replications:,} runs; at most "
+                              f"{MAX_RUNS:,}")
+        return self
 
     def digest(self) -> str:
         """The spec's hash: what decides its rows (not ``batch``, which decides only
@@ -173,10 +278,12 @@ def check_axes(spec: SweepSpec) -> None:
         if path != "strategy.name" and path not in space:
             raise ConfigError(path, f"not a parameter of scenario {base.name!r} "
                               "(see warmcore.parameters)")
-        values = axis.values() if isinstance(axis, AxisRange) else axis
         if isinstance(axis, AxisRange) and space[path].type == "int":
             raise ConfigError(path, "an integer parameter takes a list of values, "
                               "not a range")
+        # A range's values lie between its ends, and every check (the parameter's range,
+        # the scenario's caps) is monotonic in one value: its ends stand for it.
+        values = [axis.start, axis.stop] if isinstance(axis, AxisRange) else axis
         for v in values:
             if path != "strategy.name":
                 try:
@@ -289,11 +396,14 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path, workers: int | None = N
           progress=None) -> dict:
     """Run the sweep into ``out`` (a directory of Parquet part files), skipping what
     is already there. Returns counts: points, rows written now, skipped, failed."""
-    from warmcore.executor import capacity, make_executor
+    from warmcore.executor import capacity, check_scheduler, check_workers, make_executor
 
     spec = spec if isinstance(spec, SweepSpec) else load_spec(spec)
     check_axes(spec)
-    out = Path(out)
+    check_workers(workers)
+    if scheduler:
+        check_scheduler(scheduler)
+    out = check_output_dir(out, "--out")         # before Path(''), which is '.'
     done, failed = _prepare_output(spec, out, overwrite)
     if retry_failed and failed:
         _drop_rows(out, failed)
@@ -393,23 +503,56 @@ class Batcher:
         self.per_run = x if self.per_run is None else 0.7 * self.per_run + 0.3 * x
 
 
-def _prepare_output(spec: SweepSpec, out: Path, overwrite: bool):
-    """The output directory for this spec: (rows done, rows failed) as
-    {(point_id, replication)}; a different spec is refused unless ``overwrite``."""
-    out.mkdir(parents=True, exist_ok=True)
+class SpecMarker(BaseModel):
+    """``OUT/spec.json``: which spec the folder's rows belong to."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    spec_hash: str = Field(pattern=r"^[0-9a-f]{16}$")
+    spec: dict
+
+
+MAX_MARKER_BYTES = 16 << 20       # a spec of a 1 MiB file, as JSON
+REUSE_HINT = "choose another --out, or --overwrite to replace what it holds"
+
+
+def read_marker(out: Path, field: str = "--out") -> SpecMarker | None:
+    """The folder's spec.json, None if it has none; ConfigError if it is damaged."""
     marker = out / SPEC_FILE
+    if not marker.exists():
+        return None
+    text = read_text(marker, field, max_bytes=MAX_MARKER_BYTES)
+    try:
+        return SpecMarker.model_validate_json(text)
+    except ValidationError as e:
+        err = config_error(e, prefix=SPEC_FILE)       # the one translator (errors.py)
+        where = err.field.removeprefix(SPEC_FILE).lstrip(".")
+        reason = f"{where}: {err.reason}" if where else err.reason
+        raise ConfigError(field, f"{marker}: damaged, not a spec.json warmcore wrote "
+                          f"({reason})") from None
+
+
+def _prepare_output(spec: SweepSpec, out: Path, overwrite: bool):
+    """The output folder for this spec: (rows done, rows failed) as
+    {(point_id, replication)}. A folder of another spec, a damaged spec.json, part
+    files without a spec.json (another sweep's rows would be relabelled) and a
+    damaged or foreign part file are refused with the reason, unless ``overwrite``
+    (which removes the parts of a folder it cannot reuse)."""
+    out = check_output_dir(out, "--out")
     digest = spec.digest()
-    if marker.exists():
-        old = json.loads(marker.read_text()).get("spec_hash")
-        if old != digest:
-            if not overwrite:
-                raise ConfigError("--out", f"{out} holds a sweep of another spec "
-                                  f"({old}); use --overwrite to replace it")
-            for part in out.glob("part-*.parquet"):
-                part.unlink()
-    tmp = marker.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"spec_hash": digest, "spec": spec.model_dump(mode="json")}))
-    os.replace(tmp, marker)
+    try:
+        marker = read_marker(out)
+        problem = _reuse_problem(out, marker, digest)
+    except ConfigError as e:
+        if not overwrite:
+            raise ConfigError(e.field, f"{e.reason}; {REUSE_HINT}") from None
+        problem = e.reason
+    if problem:
+        if not overwrite:
+            raise ConfigError("--out", f"{problem}; {REUSE_HINT}")
+        for part in out.glob("part-*.parquet"):
+            part.unlink()
+    write_atomic(out / SPEC_FILE, json.dumps({"spec_hash": digest,
+                                              "spec": spec.model_dump(mode="json")}), "--out")
     done, failed = set(), set()
     df = read_results(out, columns=["point_id", "replication", "error"])
     for pid, rep, err in zip(df["point_id"], df["replication"], df["error"], strict=True):
@@ -419,38 +562,85 @@ def _prepare_output(spec: SweepSpec, out: Path, overwrite: bool):
     return done, failed
 
 
+def _reuse_problem(out: Path, marker: SpecMarker | None, digest: str) -> str | None:
+    """Why ``out`` cannot take this spec's rows as it is (None: it can)."""
+    parts = sorted(out.glob("part-*.parquet"))
+    if marker is None:
+        return f"{out} holds part files but no spec.json" if parts else None
+    if marker.spec_hash != digest:
+        return f"{out} holds a sweep of another spec ({marker.spec_hash})"
+    read_results(out, columns=["point_id"])           # every part readable, none foreign
+    return None
+
+
 def _write_part(out: Path, rows: list[dict]) -> None:
     import pandas as pd
 
     name = hashlib.sha256(json.dumps([(r["point_id"], r["replication"]) for r in rows])
                           .encode()).hexdigest()[:16]
-    final = out / f"part-{name}.parquet"
-    tmp = out / f".part-{name}.tmp"
-    pd.DataFrame(rows).to_parquet(tmp, index=False)
-    os.replace(tmp, final)
+    df = pd.DataFrame(rows)
+    write_atomic_with(out / f"part-{name}.parquet",
+                      lambda tmp: df.to_parquet(tmp, index=False), "--out")
 
 
 def _drop_rows(out: Path, keys: set) -> None:
     """Remove rows (point_id, replication) from the part files (for --retry-failed)."""
-    import pandas as pd
-
-    for part in out.glob("part-*.parquet"):
-        df = pd.read_parquet(part)
+    for part in sorted(out.glob("part-*.parquet")):
+        df = _read_part(part, None, "--out")
         keep = [(p, int(r)) not in keys for p, r in zip(df["point_id"], df["replication"],
                                                         strict=True)]
         if all(keep):
             continue
-        tmp = part.with_name("." + part.name + ".tmp")
-        df[keep].to_parquet(tmp, index=False)
-        os.replace(tmp, part)
+        write_atomic_with(part, lambda tmp, d=df[keep]: d.to_parquet(tmp, index=False),
+                          "--out")
 
 
-def read_results(out: str | Path, columns=None):
-    """Every row of a sweep's output directory as one DataFrame."""
+# What every part file of a sweep holds.
+PART_COLUMNS = ("point_id", "replication", "error", "spec_hash")
+
+
+def _read_part(part: Path, columns, field: str):
+    """One part file's rows, checked: Parquet, with the bookkeeping columns."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.read_schema(part).names
+        missing = [c for c in PART_COLUMNS if c not in names]
+        if missing:
+            raise ConfigError(field, f"{part}: not a part file of a warmcore sweep (no "
+                              f"{', '.join(missing)} column)")
+        want = None if columns is None else list(dict.fromkeys([*columns, "spec_hash"]))
+        return pd.read_parquet(part, columns=want)
+    except ConfigError:
+        raise
+    except (OSError, ValueError) as e:       # pyarrow's ArrowInvalid is a ValueError
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ConfigError(field, f"{part}: a damaged part file ({first}); remove it and "
+                          "run the sweep again to recompute its rows") from None
+
+
+def read_results(out: str | Path, columns=None, field: str = "--out"):
+    """Every row of a sweep's output directory as one DataFrame. Every part file must be
+    a readable part of one sweep: the spec.json's if the folder has one (a part of
+    another spec is refused, not merged in), else all parts of the same spec."""
     import pandas as pd
 
-    parts = sorted(Path(out).glob("part-*.parquet"))
+    out = Path(out)
+    marker = read_marker(out, field)
+    parts = sorted(out.glob("part-*.parquet"))
     if not parts:
         return pd.DataFrame(columns=columns or ["point_id", "replication", "error"])
-    return pd.concat([pd.read_parquet(p, columns=columns) for p in parts],
-                     ignore_index=True)
+    frames = []
+    expect = marker.spec_hash if marker else None
+    for part in parts:
+        df = _read_part(part, columns, field)
+        hashes = set(df["spec_hash"].dropna().unique().tolist())
+        expect = expect or next(iter(hashes), None)
+        if hashes - {expect}:
+            raise ConfigError(field, f"{part}: rows of another sweep (spec "
+                              f"{', '.join(sorted(hashes - {expect}))}, not {expect}); "
+                              "remove it, or run each sweep in a folder of its own")
+        frames.append(df if columns is None or "spec_hash" in columns
+                      else df.drop(columns="spec_hash"))
+    return pd.concat(frames, ignore_index=True)

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from warmcore.result import Result
+from warmcore.simcore.config import write_atomic
 
 DEFAULT_EVENTS = 5000       # kernel events kept when a scenario asks for none
 CPU_PID, THREAD_PID = 1, 2
@@ -134,4 +135,4 @@ def _clip(events: list[dict]) -> int:
 
 
 def write_chrome_trace(result: Result, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(chrome_trace(result)))
+    write_atomic(path, json.dumps(chrome_trace(result)), "--trace")

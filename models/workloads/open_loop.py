@@ -23,6 +23,7 @@ from warmcore.simcore.config import (
     WorkloadKind,
     read_text,
     register_workload,
+    short_repr,
 )
 from warmcore.simcore.config.schema import Count
 from warmcore.simcore.distributions import sampler
@@ -45,6 +46,9 @@ class OpenLoopCfg(KeepAlive):
         if self.arrival == "trace":
             if not self.trace_file:
                 raise ConfigError("trace_file", "arrival 'trace' needs a trace_file")
+        elif self.trace_file is not None:       # (it would be ignored)
+            raise ConfigError("trace_file", f"read only with arrival = 'trace' (arrival is "
+                              f"{self.arrival!r})")
         elif self.rate_per_s is None:
             raise ConfigError("rate_per_s", "an open-loop workload needs a rate")
         return self
@@ -72,6 +76,7 @@ class OpenLoop(Workload):
         self.times = None
         if wl.arrival == "trace":
             self.times = read_trace(wl.trace_file)
+            _longer_than_warmup(self.times, wl.trace_file, ctx.recorder)
         elif wl.arrival == "poisson":
             self.gap = sampler("exponential", 1.0 / wl.rate_per_s, g)
         else:
@@ -230,10 +235,11 @@ def read_trace(path: str) -> array:
         try:
             t = float(line)
         except ValueError:
-            raise ConfigError(field, f"{path}:{n}: {line!r} is not a time in seconds") from None
+            raise ConfigError(field, f"{path}:{n}: {short_repr(line)} is not a time in "
+                                     "seconds") from None
         if not 0 <= t <= MAX_HORIZON_S:
-            raise ConfigError(field, f"{path}:{n}: {line!r} is not a time in seconds from 0 to "
-                                     f"{MAX_HORIZON_S:g}")
+            raise ConfigError(field, f"{path}:{n}: {short_repr(line)} is not a time in "
+                                     f"seconds from 0 to {MAX_HORIZON_S:g}")
         if times and t < times[-1]:
             raise ConfigError(field, f"{path}:{n}: times must be non-decreasing")
         if len(times) == MAX_TRACE_ARRIVALS:
@@ -242,6 +248,18 @@ def read_trace(path: str) -> array:
     if not times:
         raise ConfigError(field, f"{path} holds no arrival times")
     return times
+
+
+def _longer_than_warmup(times: array, path: str, rec) -> None:
+    """A trace must reach past the warm-up, or the run would measure no request."""
+    field = "workload.trace_file"
+    if rec.warmup_s is None and len(times) <= rec.warmup_requests:
+        raise ConfigError(field, f"{path} holds {len(times):,} arrivals, no more than the "
+                          f"{rec.warmup_requests:,} of the warm-up (run.warmup x "
+                          "run.requests): no request would be measured")
+    if rec.warmup_s is not None and times[-1] < rec.warmup_s:
+        raise ConfigError(field, f"{path} ends at {times[-1]:g} s, within the warm-up of "
+                          f"{rec.warmup_s:g} s: no request would be measured")
 
 
 def _rate(workload) -> float | None:

@@ -2,6 +2,7 @@
 
     schema.py   the pydantic models of a scenario and the caps of every range
     files.py    reading scenario, sweep and trace files (size caps, UTF-8, TOML guards)
+    outputs.py  writing: output paths checked before any work, files written atomically
     edit.py     the one edit path: --set, the API's set/with_/edit, the explorer's form
     kinds.py    workload kinds: the descriptor each kind registers (models/workloads/)
     errors.py   ConfigError and the one translator of pydantic's errors into it
@@ -52,6 +53,12 @@ from warmcore.simcore.config.files import (
     read_text,
     toml_nesting,
 )
+from warmcore.simcore.config.outputs import (
+    check_output_dir,
+    check_output_file,
+    write_atomic,
+    write_atomic_with,
+)
 from warmcore.simcore.config.schema import (
     FILE,
     FLOAT_FLOOR,
@@ -92,7 +99,8 @@ __all__ = [
     "MAX_COUNT", "MAX_FILE_BYTES", "MAX_HORIZON_S", "MAX_IN_FLIGHT", "MAX_KIB", "MAX_LIST",
     "MAX_OPS", "MAX_PROGRAM_STEPS", "MAX_RATE", "MAX_REPLICATIONS", "MAX_REQUESTS",
     "MAX_TOML_NESTING", "MAX_TRACE_ARRIVALS", "MAX_TRACE_BYTES", "MAX_TRACE_EVENTS", "MAX_US",
-    "MIN_US", "MachineCfg", "OWNED", "PLAIN_MESSAGES", "ProcessCfg", "ResourceCfg", "RunCfg",
+    "MIN_US", "MachineCfg", "check_output_dir", "check_output_file", "write_atomic",
+    "write_atomic_with", "OWNED", "PLAIN_MESSAGES", "ProcessCfg", "ResourceCfg", "RunCfg",
     "Scenario", "ServiceShape", "Step", "StrategyCfg", "Strict", "WORKLOADS", "WorkCfg",
     "Workload", "WorkloadKind", "apply_sets", "builtin_names", "changed_owners",
     "config_error", "decode_utf8", "edit_scenario", "files_named", "has_sockets", "kind_of",

@@ -58,6 +58,7 @@ PLAIN_MESSAGES = {
     "int_type": "should be a whole number", "int_from_float": "should be a whole number",
     "float_type": "should be a number", "bool_type": "should be true or false",
     "string_type": "should be a string", "list_type": "should be a list",
+    "too_short": "needs at least {min_length}",
     "tuple_type": "should be a list of numbers"}     # a preset's P-states, SMT curve
 
 

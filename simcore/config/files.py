@@ -9,7 +9,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from warmcore.simcore.config.errors import ConfigError
+from warmcore.simcore.config.errors import ConfigError, short_repr
 
 MAX_FILE_BYTES = 1 << 20   # a scenario or sweep file (TOML): 1 MiB
 MAX_TRACE_BYTES = 1 << 28  # an arrival-trace file: 256 MiB
@@ -25,11 +25,18 @@ def builtin_names() -> list[str]:
 def read_scenario_dict(name_or_path: str) -> dict:
     """The raw dict of a built-in scenario name or a TOML file."""
     p = Path(name_or_path)
-    if not p.suffix and (BUILTIN_DIR / f"{name_or_path}.toml").exists():
-        p = BUILTIN_DIR / f"{name_or_path}.toml"
-    elif not p.exists():
-        raise ConfigError("scenario", f"{name_or_path!r} is neither a built-in scenario "
-                          f"({', '.join(builtin_names())}) nor a file")
+    try:
+        if not p.suffix and (BUILTIN_DIR / f"{name_or_path}.toml").exists():
+            p = BUILTIN_DIR / f"{name_or_path}.toml"
+        elif not p.exists():
+            raise ConfigError("scenario", f"{short_repr(name_or_path)} is neither a built-in "
+                              f"scenario ({', '.join(builtin_names())}) nor a file")
+    except ConfigError:
+        raise
+    except (OSError, ValueError) as e:  # a folder on the way we may not search; a NUL
+        why = getattr(e, "strerror", None) or str(e)
+        raise ConfigError("scenario", f"{short_repr(name_or_path)}: cannot read ({why})") \
+            from None
     return parse_toml(read_text(p, "scenario"), f"scenario: {p}")
 
 
@@ -115,6 +122,28 @@ def parse_toml(text: str, where: str) -> dict:
         raise ConfigError(field, f"{prefix}not valid TOML (nested too deeply: more than "
                                  f"{MAX_TOML_NESTING} levels)")
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(field, f"{prefix}not valid TOML ({e})") from None
+    # Dotted keys (a.b.c = 1) and table headers ([a.b.c]) nest without brackets: the
+    # parsed document is measured too, or a key 3,000 levels deep reaches the code
+    # that walks it (merging, validation) as a RecursionError.
+    if data_nesting(data) > MAX_TOML_NESTING:
+        raise ConfigError(field, f"{prefix}not valid TOML (nested too deeply: more than "
+                                 f"{MAX_TOML_NESTING} levels)")
+    return data
+
+
+def data_nesting(data) -> int:
+    """The deepest nesting of tables and arrays in parsed data, walked without
+    recursion (it stops counting past MAX_TOML_NESTING + 1)."""
+    deepest, stack = 0, [(data, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_TOML_NESTING:
+            break
+        children = node.values() if isinstance(node, dict) else \
+            node if isinstance(node, list) else ()
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return deepest

@@ -39,6 +39,9 @@ MAX_COUNT = 100_000     # threads, connections, clients, jobs, producers, permit
 MAX_OPS = 1e6           # contended read-modify-writes per request
 MAX_RATE = 1e9          # offered load, requests per simulated second (one per ns)
 MAX_REQUESTS = 100_000_000
+# A measured window shorter than a microsecond holds no request: a duration below it
+# is a slip (1e-320), refused rather than run to a result of NaN latencies.
+MIN_DURATION_S = 1e-6
 MAX_HORIZON_S = 1e6     # simulated seconds: float time keeps 0.1 ns resolution up to here
 MAX_REPLICATIONS = 1000
 MAX_TRACE_EVENTS = 1_000_000
@@ -289,7 +292,7 @@ class StrategyCfg(Strict):
 
 class RunCfg(Strict):
     requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
-    duration_s: Annotated[float, Field(gt=0, le=MAX_HORIZON_S)] | None = None
+    duration_s: Annotated[float, Field(ge=MIN_DURATION_S, le=MAX_HORIZON_S)] | None = None
     warmup: Annotated[float, Field(ge=0, lt=1)] = 0.1   # fraction of requests or duration
     replications: Annotated[int, Field(gt=0, le=MAX_REPLICATIONS)] = 1
     trace_events: Annotated[int, Field(ge=0, le=MAX_TRACE_EVENTS)] = 0

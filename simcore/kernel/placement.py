@@ -58,10 +58,13 @@ class Placement:
         finally:
             self.softirq_cpu = None
 
-    @staticmethod
-    def charge_blocked_io(req, seconds: float) -> None:
+    def charge_blocked_io(self, req, seconds: float) -> None:
         """``req`` spent ``seconds`` blocked in I/O off any thread (an unmounted
-        virtual thread): its breakdown's ``blocked_io``."""
+        virtual thread): its breakdown's ``blocked_io``. Making the call is work on the
+        request: if nothing ran for it before (a program of acquire, call, release), its
+        service starts now."""
+        if req.t_start < 0.0:
+            req.t_start = self.env.now
         req.bd[B_IO] += seconds
 
     def _unblock(self, t: Thread) -> None:

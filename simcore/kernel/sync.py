@@ -152,6 +152,8 @@ def _program_steps(self, prog, req, done):
                 req.consumed_by = self.tid
         elif kind == STEP_CALL:                   # a blocking call (a database query)
             if req is not None:
+                if req.t_start < 0.0:             # no compute before it: served from here
+                    req.t_start = k.env.now
                 req.bd[B_IO] += arg
                 req.t_acc = k.env.now + arg
             yield self.block(arg)
