@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import math
-import tomllib
 
 import streamlit as st
 
@@ -29,10 +28,10 @@ from warmcore.explorer_data import (
     comparison_deltas, comparison_frame, curve_deltas, curve_frame, curve_runs, curves_of,
     default_loads, knee_text, knees_of, overlaid_baseline, parse_loads, shows_baseline,
     stopped_note, styled, timeline_of, topology_table, why_not_overlaid)
+from warmcore.explorer_setup import (
+    DEFAULT_SCENARIO, DEFAULT_STRATEGIES, from_url, inline_toml, parse_list_control, to_url)
 from warmcore.jobs import one_line
 
-DEFAULT_SCENARIO = "pipeline"
-DEFAULT_STRATEGIES = ("pc", "pec", "epc")
 # The first view runs the built-in scenario at this many requests at most, so it
 # appears within a few seconds; the run-length control raises it.
 DEFAULT_REQUESTS = 3000
@@ -190,54 +189,11 @@ def init_state() -> None:
         st.session_state.base = name
 
 
-def from_url(scenario: str | None, sets: list[str], strategies: str | None):
-    """The setup a link names: a built-in scenario, PATH=VALUE changes to it (TOML
-    values, as --set takes them) and the strategies compared."""
-    from warmcore.simcore.config import builtin_names
-
-    name = scenario or DEFAULT_SCENARIO
-    if name not in builtin_names():
-        raise ValueError(f"scenario: {name!r} is not a built-in scenario")
-    changes = {}
-    for item in sets[:MAX_LINK_SETS]:
-        path, eq, text = item.partition("=")
-        if not eq:
-            raise ValueError(f"set: {item!r} is not PATH=VALUE")
-        changes[path] = tomllib.loads(f"v = {text}")["v"] if text else None
-    names = [n for n in (strategies or "").split(",") if n] or list(DEFAULT_STRATEGIES)
-    return name, changes, names
-
-
-MAX_LINK_SETS = 200
-
-
-def to_url(sc: warmcore.Scenario, base: str, names: list[str]) -> dict | None:
-    """The query parameters that give this setup back (None when it came with uploaded
-    files, which a link cannot carry): the built-in scenario, every value that differs
-    from it, the strategies compared."""
-    ref = _flat(builtin(base).model_dump())
-    now = _flat(sc.model_dump())
-    if any(now.get(k) != v for k, v in ref.items() if k not in now):
-        return None
-    sets = [f"{k}={inline_toml(v)}" for k, v in now.items() if ref.get(k) != v]
-    return {"scenario": base, "strategies": ",".join(names), "set": sets}
-
-
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out |= _flat(v, f"{prefix}{k}.")
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def changed_note(sc: warmcore.Scenario) -> str:
     """What the setup has changed from its built-in scenario, for the header (whose
     description is the built-in's)."""
     base = st.session_state.base
-    q = to_url(sc, base, []) if base and not st.session_state.uploads else None
+    q = to_url(sc, base, [], builtin) if base and not st.session_state.uploads else None
     changed = [s.split("=", 1)[0] for s in (q or {}).get("set", [])
                if not s.startswith("run.requests=")]
     if not changed:
@@ -252,7 +208,7 @@ def share_link(sc: warmcore.Scenario) -> None:
     if st.session_state.uploads or not st.session_state.base:
         st.query_params.clear()
         return
-    q = to_url(sc, st.session_state.base, st.session_state.strategies)
+    q = to_url(sc, st.session_state.base, st.session_state.strategies, builtin)
     if q is None:
         st.query_params.clear()
         return
@@ -310,37 +266,6 @@ def control(p, key: str):
 
 LIST_TYPES = ("list", "int+list")       # a text input, its value written as TOML
 CONTROL_TYPES = ("int", "float", "bool", "choice", *LIST_TYPES)
-
-
-def inline_toml(v) -> str:
-    """``v`` as an inline TOML value (what the list controls show); None: empty."""
-    import tomli_w
-
-    if v is None:
-        return ""
-    if hasattr(v, "model_dump"):          # a request program's step
-        v = v.model_dump(exclude_defaults=True)
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {inline_toml(x)}" for k, x in v.items()) + "}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(inline_toml(x) for x in v) + "]"
-    return tomli_w.dumps({"v": v}).strip().removeprefix("v = ")
-
-
-def parse_list_control(p, text: str):
-    """The value a list control's text gives, or ValueError with a one-line reason."""
-    import tomllib
-
-    text = text.strip()
-    if not text:
-        if not p.optional:
-            raise ValueError(f"{p.path}: needs a value")
-        return None
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError as e:
-        reason = str(e).splitlines()[0].split(" (at ")[0]
-        raise ValueError(f"{p.path}: {text!r} is not a TOML value ({reason})") from None
 
 
 def section_of(path: str) -> str:
