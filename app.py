@@ -26,10 +26,11 @@ from warmcore.explorer_charts import answer_charts, breakdown_chart, curve_chart
 from warmcore.explorer_data import (
     answer_curve_frame, answer_frame,
     comparison_deltas, comparison_frame, curve_deltas, curve_frame, curve_runs, curves_of,
-    default_loads, knee_text, knees_of, overlaid_baseline, parse_loads, shows_baseline,
-    stopped_note, styled, timeline_of, topology_table, why_not_overlaid)
+    default_loads, interval_frame, knee_text, knees_of, overlaid_baseline, parse_loads,
+    shows_baseline, stopped_note, styled, timeline_of, topology_table, why_not_overlaid)
 from warmcore.explorer_setup import (
-    DEFAULT_SCENARIO, DEFAULT_STRATEGIES, from_url, inline_toml, parse_list_control, to_url)
+    DEFAULT_SCENARIO, DEFAULT_STRATEGIES, downloaded_toml, from_url, inline_toml,
+    parse_list_control, to_url)
 from warmcore.jobs import one_line
 
 # The first view runs the built-in scenario at this many requests at most, so it
@@ -162,7 +163,13 @@ def builtin(name: str) -> warmcore.Scenario:
 
 
 def set_setup(sc: warmcore.Scenario, names: list[str] | None = None) -> None:
-    """Make ``sc`` the applied setup; the form's widgets start over from it."""
+    """Make ``sc`` the applied setup; the form's widgets start over from it. The
+    strategies compared: ``names``, else the setup's own ``strategy.compare``, else the
+    ones compared so far (the session's TOML leaves them out: the runs' cache is keyed
+    on it, and choosing strategies does not change a run)."""
+    names = names or sc.strategy.compare
+    if sc.strategy.compare is not None:
+        sc = sc.set("strategy.compare", None)
     st.session_state.toml = sc.to_toml()
     known = all_strategies()
     names = [n for n in (names or st.session_state.get("strategies") or []) if n in known]
@@ -175,7 +182,7 @@ def set_setup(sc: warmcore.Scenario, names: list[str] | None = None) -> None:
 def init_state() -> None:
     if "toml" not in st.session_state:
         st.session_state.error = None
-        st.session_state.upload_seen = None
+        st.session_state.upload_seen = ()
         st.session_state.baseline = None
         st.session_state.uploads = {}        # files uploaded with the scenario: name -> bytes
         try:
@@ -200,6 +207,11 @@ def changed_note(sc: warmcore.Scenario) -> str:
         return ""
     more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
     return f"  \nchanged from the built-in: {', '.join(f'`{c}`' for c in changed[:6])}{more}"
+
+
+def setup_toml() -> str:
+    """The setup as it downloads: with the strategies compared."""
+    return downloaded_toml(st.session_state.toml, st.session_state.strategies)
 
 
 def share_link(sc: warmcore.Scenario) -> None:
@@ -301,9 +313,14 @@ def sidebar(sc: warmcore.Scenario) -> None:
         f"a file at most {uploads.MAX_FILE_BYTES // 1024} KiB)",
         type=["toml", "txt", "csv", "tsv", "dat"], accept_multiple_files=True, key="upload")
     seen = tuple(f.file_id for f in upload or ())
-    if seen and seen != st.session_state.upload_seen:
+    if seen != st.session_state.upload_seen:
         st.session_state.upload_seen = seen
-        handle_upload([(f.name, f.getvalue()) for f in upload])
+        if st.session_state.error is not None and \
+                st.session_state.error == st.session_state.get("upload_error"):
+            st.session_state.error = None     # about files now removed or replaced
+        if seen:
+            handle_upload([(f.name, f.getvalue()) for f in upload])
+        st.session_state.upload_error = st.session_state.error if seen else None
         st.rerun()
     fitted = st.session_state.get("fitted")
     if fitted:
@@ -315,7 +332,7 @@ def sidebar(sc: warmcore.Scenario) -> None:
         presets = sorted(PRESETS)
         preset = st.selectbox("CPU preset", presets, index=presets.index(sc.machine.preset),
                               key=f"preset{gen}", help=PRESETS[sc.machine.preset].description)
-        st.dataframe(topology_table(params), width="stretch")
+        st.table(topology_table(params))      # every row, values wrapped: not cut off
         govs = [None, *sorted(GOVERNORS)]
         governor = st.selectbox("Governor", govs, index=govs.index(sc.machine.governor)
                                 if sc.machine.governor in govs else 0, key=f"gov{gen}",
@@ -421,7 +438,7 @@ def handle_upload(files: list[tuple[str, bytes]]) -> None:
     try:
         for n, d in attached.items():
             uploads.store(n, d)               # its size and name checked
-        sc = warmcore.Scenario.from_toml(data)  # UTF-8 (else the byte offset), valid TOML
+        sc = uploaded_scenario(data)           # UTF-8 (else the byte offset), valid TOML
         all_strategies()[sc.strategy.name]     # noqa: B018 (known strategy?)
         warmcore.check(sc, uploads=attached)   # its machine, tunables, no server file
     except KeyError:
@@ -435,6 +452,19 @@ def handle_upload(files: list[tuple[str, bytes]]) -> None:
     named = {v for _, v in files_named(sc)}
     st.session_state.uploads = {n: d for n, d in attached.items() if n in named}
     set_setup(sc)
+
+
+def uploaded_scenario(data: bytes) -> warmcore.Scenario:
+    """An uploaded scenario; without a [run] table (a run length), it runs as long as a
+    built-in does here (DEFAULT_REQUESTS), as ``warmcore run FILE --requests N`` would,
+    so that what else the file says is checked and shown."""
+    from warmcore.simcore.config.files import scenario_dict_of_text
+
+    d = scenario_dict_of_text(data)
+    run = d.setdefault("run", {})
+    if isinstance(run, dict) and "requests" not in run and "duration_s" not in run:
+        run["requests"] = DEFAULT_REQUESTS
+    return warmcore.Scenario.load(d)
 
 
 def _is_params(data: bytes) -> bool:
@@ -727,6 +757,12 @@ def comparison_section(sc: warmcore.Scenario, results: list) -> None:
                "(CPUs, per-request figures) only among strategies serving at least 95% of "
                "the most throughput. Every strategy ran the same arrivals and service "
                "demands (same seed).")
+    intervals = interval_frame(results)
+    if intervals is not None:
+        st.markdown("**95% intervals** over the replications (`run.replications`, "
+                    "Student t): the table shows their means; where two strategies' "
+                    "intervals overlap, their difference may be noise")
+        st.dataframe(intervals, width="stretch")
     for r in results:
         for d in doubts(r):
             st.warning(f"{r.strategy} (in doubt): {d}")
@@ -744,16 +780,16 @@ def comparison_section(sc: warmcore.Scenario, results: list) -> None:
         st.rerun()
     if st.session_state.uploads:         # the scenario and the files it names, together
         c3.download_button("Download setup (.zip)", uploads.setup_zip(
-                           st.session_state.toml, st.session_state.uploads, sc.name),
+                           setup_toml(), st.session_state.uploads, sc.name),
                            file_name=f"{sc.name}.zip", mime="application/zip",
-                           help=f"unzip it and run `warmcore run {sc.name}.toml --json` in that "
-                                f"folder: it reproduces the {sc.strategy.name} run; "
-                                "--strategy NAME the others")
+                           help=f"unzip it and run `warmcore compare {sc.name}.toml --json` in "
+                                "that folder: it reproduces this table (`warmcore run` the "
+                                f"{sc.strategy.name} run alone)")
     else:
-        c3.download_button("Download scenario TOML", st.session_state.toml,
+        c3.download_button("Download scenario TOML", setup_toml(),
                            file_name=f"{sc.name}.toml", mime="application/toml",
-                           help=f"`warmcore run FILE --json` reproduces the {sc.strategy.name} "
-                                "run; --strategy NAME the others")
+                           help="`warmcore compare FILE --json` reproduces this table "
+                                f"(`warmcore run FILE` the {sc.strategy.name} run alone)")
 
     st.subheader("Why: where a request's time went")
     st.altair_chart(breakdown_chart(results, base_results))

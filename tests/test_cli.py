@@ -232,3 +232,26 @@ def test_a_reader_that_goes_away_is_not_an_error():
                        shell=True, capture_output=True,
                        text=True, timeout=120)
     assert "Traceback" not in p.stderr and "Broken pipe" not in p.stderr, p.stderr
+
+
+def test_compare_and_advise_take_the_strategies_the_scenario_names(tmp_path, capsys):
+    """strategy.compare (the explorer's downloaded TOML) is what `compare` and `advise`
+    run without --strategies; --strategies overrides it; an unknown name in it is the
+    file's error, naming strategy.compare, for every command."""
+    path = tmp_path / "mine.toml"
+    path.write_text("[machine]\npreset = 'ideal'\ncores = 2\n[workload]\nkind = 'open'\n"
+                    "rate_per_s = 5000\nservice_us = 100\n[strategy]\nname = 'pc'\n"
+                    "compare = ['pc', 'shared-queue']\n[run]\nrequests = 300\n")
+    code, out, _ = run_cli(["compare", str(path), "--json"], capsys)
+    assert code == 0 and [r["strategy"] for r in json.loads(out)] == ["pc", "shared-queue"]
+    code, out, _ = run_cli(["compare", str(path), "--json", "--strategies", "pc,epc"], capsys)
+    assert code == 0 and [r["strategy"] for r in json.loads(out)] == ["pc", "epc"]
+    path.write_text(path.read_text().replace("'shared-queue'", "'nope'"))
+    for command in (["compare"], ["advise"], ["run"]):
+        assert main([*command, str(path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(
+            "warmcore: strategy.compare: unknown strategy 'nope'; known: "), err
+    path.write_text(path.read_text().replace("compare = ['pc', 'nope']\n", ""))
+    assert main(["compare", str(path)]) == 2
+    assert "--strategies" in capsys.readouterr().err

@@ -120,6 +120,37 @@ def test_a_bad_upload_shows_one_line_not_a_traceback(content, expect):
     assert list(comparison(at).index) == ["pc", "pec", "epc"]
 
 
+def test_an_upload_without_a_run_table_names_what_else_is_wrong():
+    """A scenario without [run] runs as long as a built-in does here; what else is
+    wrong in it (an unknown preset) is what the line names, not the missing table."""
+    at = started()
+    text = (b"[machine]\npreset = 'nonesuch'\n[workload]\nkind = 'open'\n"
+            b"rate_per_s = 1000\n[strategy]\nname = 'pc'\n")
+    at.file_uploader(key="upload").set_value(("norun.toml", text, "application/toml")).run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith(
+        "norun.toml: machine.preset: unknown preset 'nonesuch'"), errors
+    at.file_uploader(key="upload").set_value(
+        ("norun.toml", text.replace(b"nonesuch", b"ideal"), "application/toml")).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "requests = 3000" in at.session_state.toml
+
+
+def test_an_upload_error_goes_when_its_file_is_removed_or_replaced():
+    at = started()
+    at.file_uploader(key="upload").set_value(("bad.toml", b"x = = 1", "text/plain")).run()
+    assert [e.value for e in at.error][0].startswith("bad.toml: ")
+    at.file_uploader(key="upload").set_value([]).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at.file_uploader(key="upload").set_value(("bad.toml", b"x = = 1", "text/plain")).run()
+    assert len(at.error) == 1
+    good = (b"[workload]\nkind = 'open'\nrate_per_s = 1000\n[strategy]\nname = 'pc'\n"
+            b"[run]\nrequests = 300\n")
+    at.file_uploader(key="upload").set_value(("good.toml", good, "text/plain")).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+
+
 def test_a_good_upload_replaces_the_setup():
     at = started()
     text = (b"name = 'mine'\nseed = 3\n[machine]\npreset = 'ideal'\ncores = 2\n"
@@ -149,6 +180,31 @@ def test_downloaded_toml_reproduces_the_run_through_the_cli(tmp_path):
                           "--strategy", "epc"], capture_output=True, text=True, check=True,
                          cwd=ROOT)
     assert json.loads(out.stdout) == json.loads(json.dumps(shown["epc"]))
+
+
+def test_the_downloaded_toml_holds_the_compared_strategies_and_reruns_the_table(tmp_path):
+    """The TOML the explorer downloads carries the strategies compared
+    (strategy.compare): `warmcore compare FILE` runs the same table; uploaded back, the
+    same strategies are compared."""
+    from warmcore.explorer_setup import downloaded_toml
+
+    at = started()
+    widget(at, "multiselect", "strategies").set_value(["pc", "epc", "thread-pool"])
+    apply(at)
+    text = downloaded_toml(at.session_state.toml, at.session_state.strategies)
+    assert tomllib.loads(text)["strategy"]["compare"] == ["pc", "epc", "thread-pool"]
+    path = tmp_path / "setup.toml"
+    path.write_text(text)
+    out = subprocess.run([sys.executable, "-m", "warmcore.cli", "compare", str(path), "--json"],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    shown = json.loads(json.dumps(at.session_state.results))
+    assert json.loads(out.stdout) == shown
+    fresh = started()
+    fresh.file_uploader(key="upload").set_value(("setup.toml", text.encode(),
+                                                 "application/toml")).run()
+    assert not fresh.exception and not fresh.error, [e.value for e in fresh.error]
+    assert list(comparison(fresh).index) == ["pc", "epc", "thread-pool"]
+    assert "compare" not in fresh.session_state.toml     # the runs' cache key: not in it
 
 
 def test_pinning_a_baseline_shows_deltas():
@@ -970,3 +1026,41 @@ def test_a_bad_link_says_so_in_one_line_and_opens_the_default():
     assert [e.value for e in at.error] == ["link: ValueError: scenario: 'nope' is not a "
                                            "built-in scenario"]
     assert list(comparison(at).index) == ["pc", "pec", "epc"]
+
+
+def test_replications_show_each_figure_with_its_95_percent_interval():
+    """With run.replications > 1 the table shows means and, under it, each figure's
+    Student-t interval over the replications, which holds the mean shown."""
+    at = started()
+    widget(at, "number_input", "run.replications").set_value(3)
+    widget(at, "number_input", "req").set_value(600)
+    apply(at)
+    means = comparison(at)
+    frames = [d.value for d in at.main.dataframe if "(3 runs)" in "".join(d.value.index)]
+    assert len(frames) == 1, [list(d.value.index) for d in at.main.dataframe]
+    intervals = frames[0]
+    assert list(intervals.index) == ["pc (3 runs)", "pec (3 runs)", "epc (3 runs)"]
+    for name in ("pc", "pec", "epc"):
+        # (within the rounding of the shown interval: pc's one busy CPU is 1.00 - 1.00)
+        for col, shown in (("req/s", 0.5), ("p99 (us)", 0.05), ("CPUs", 0.005)):
+            lo, hi = (float(x.replace(",", "")) for x in
+                      intervals.loc[f"{name} (3 runs)", col].split(" - "))
+            assert lo - shown <= means.loc[name, col] <= hi + shown, (name, col, lo, hi)
+        lo, hi = (float(x.replace(",", "")) for x in
+                  intervals.loc[f"{name} (3 runs)", "req/s"].split(" - "))
+        assert hi > lo                              # three seeds: not one number
+
+
+def test_the_presets_topology_is_shown_whole():
+    """The machine's topology is a static table in the sidebar: every row of it, no
+    scrolling frame that cuts rows off."""
+    import warmcore
+    from warmcore.explorer_data import topology_table
+
+    at = started()
+    tables = [t.value for t in at.sidebar.table]
+    assert len(tables) == 1
+    sc = warmcore.Scenario.from_toml(at.session_state.toml)
+    whole = topology_table(warmcore.parameters(sc))
+    assert list(tables[0].index) == list(whole.index) and len(whole) >= 8
+    assert not [d for d in at.sidebar.dataframe]

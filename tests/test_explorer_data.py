@@ -152,7 +152,14 @@ def test_the_timeline_reads_the_trace_back_per_cpu():
     assert set(t.clocks["cpu"]) == set(t.cpus)          # every CPU's clock band
     assert (t.clocks["to_us"] > t.clocks["from_us"]).all()
     assert not math.isnan(t.clocks["ghz"].max())
-    assert timeline_chart(t).to_dict()["height"] == max(160, 34 * len(t.cpus))
+    spec = timeline_chart(t).to_dict()
+    assert spec["height"] == max(160, 34 * len(t.cpus))
+    # threads in hues, the clock band in greys: no thread's colour is a grey
+    threads, clock = (layer["encoding"]["color"]["scale"] for layer in spec["layer"][:2])
+    assert clock == {**clock, "scheme": "greys"}
+    for hue in threads["range"]:
+        r, g, b = (int(hue[i:i + 2], 16) for i in (1, 3, 5))
+        assert max(r, g, b) - min(r, g, b) > 40, hue
 
 
 def test_default_loads_reach_past_the_capacity_the_runs_imply():

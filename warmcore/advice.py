@@ -24,8 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 
-from scipy import stats
-
+from warmcore.build import t975
 from warmcore.comparison import load_field, with_strategy
 from warmcore.registry import get_strategy
 from warmcore.result import Result
@@ -242,7 +241,7 @@ def paired_margin(a: Sequence[float], b: Sequence[float]) -> tuple[float, tuple[
     if len(d) < 2:
         return mean / scale, (math.nan, math.nan)
     sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
-    half = float(stats.t.ppf(0.975, len(d) - 1)) * sd / math.sqrt(len(d))
+    half = t975(len(d) - 1) * sd / math.sqrt(len(d))
     return mean / scale, ((mean - half) / scale, (mean + half) / scale)
 
 

@@ -45,6 +45,7 @@ def check(scenario: ScenarioLike, *, uploads: Collection[str] | None = None) -> 
         refuse_server_files(sc, uploads)
     build.build_machine(sc)
     parameters(sc)                       # the strategy's tunables, validated
+    build.check_compared(sc)
     return sc
 
 

@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import simpy
-from scipy import stats
 
 from warmcore.simcore.config import ConfigError, Scenario, kind_of
 from warmcore.simcore.context import SimContext
@@ -94,6 +93,7 @@ def simulate(cfg: Scenario, seed: int | None = None, max_wall: float | None = No
     WATCHDOG_WALL_S of wall time with the fraction of the call done (0..1); True
     stops it the same way (stop_reason "stopped")."""
     deadline = _deadline(max_wall)
+    check_compared(cfg)
     if should_stop is not None and not callable(should_stop):
         raise ConfigError("should_stop", f"must be callable (got {should_stop!r})")
     reps = cfg.run.replications
@@ -117,6 +117,18 @@ def simulate(cfg: Scenario, seed: int | None = None, max_wall: float | None = No
         out["warnings"] = [*out["warnings"], f"partial: {len(runs)} of {reps} replications "
                            f"ran before {why}"]
     return out
+
+
+def check_compared(cfg: Scenario) -> None:
+    """ConfigError for a name in ``strategy.compare`` that no strategy has (the
+    core's schema cannot know the registry's names)."""
+    from warmcore.registry import strategies
+
+    known = strategies()
+    for name in cfg.strategy.compare or ():
+        if name not in known:
+            raise ConfigError("strategy.compare", f"unknown strategy {name!r}; known: "
+                                                  f"{', '.join(known)}")
 
 
 def _deadline(max_wall: float | None) -> float:
@@ -451,6 +463,15 @@ def _clean(d: dict) -> dict:
 CI_KEYS = ("throughput_rps", "cpus_utilized", "ipc", "ghz", "joules_per_request")
 
 
+def t975(df: int) -> float:
+    """Student-t's 97.5% quantile with ``df`` degrees of freedom (a two-sided 95%
+    interval's multiplier). SciPy is imported here, not with the module: it takes
+    seconds to import, and a run without replications needs none of it."""
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, df))
+
+
 def combine_replications(runs: list[dict]) -> dict:
     """Mean of each figure over replications, with Student-t 95% intervals for the
     main ones; the first run's structure carries everything else."""
@@ -462,7 +483,7 @@ def combine_replications(runs: list[dict]) -> dict:
         m = float(a.mean())
         if r < 2 or not np.all(np.isfinite(a)):
             return m, [m, m]
-        half = float(stats.t.ppf(0.975, r - 1) * a.std(ddof=1) / math.sqrt(r))
+        half = float(t975(r - 1) * a.std(ddof=1) / math.sqrt(r))
         return m, [m - half, m + half]
 
     cis = {}

@@ -59,15 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "(Perfetto UI, chrome://tracing)")
     cmp_ = sub.add_parser("compare", help="run several strategies on one scenario")
     _scenario_args(cmp_)
-    cmp_.add_argument("--strategies", required=True,
-                      help="comma-separated strategy names, e.g. pc,pec,epc")
+    cmp_.add_argument("--strategies", help="comma-separated strategy names, e.g. pc,pec,epc "
+                      "(default: the scenario's strategy.compare)")
     cmp_.add_argument("--load", help="comma-separated offered loads to sweep (open-loop "
                       "req/s, or closed-loop clients); prints each latency curve and knee")
     adv = sub.add_parser("advise", help="which strategy is best, up to what offered load, "
                          "by how much and why (docs/api.md, Advice)")
     _scenario_args(adv)
     adv.add_argument("--strategies", help="comma-separated strategies to compare (at least "
-                     "two), e.g. pc,pec,epc")
+                     "two), e.g. pc,pec,epc (default: the scenario's strategy.compare)")
     adv.add_argument("--objective", default="throughput", help="throughput (default), p50, "
                      "p99, cpu, energy, or an SLO such as 'p99<=500' (us): the most "
                      "throughput within it")
@@ -219,12 +219,12 @@ def cmd_compare(args) -> int:
     from warmcore.comparison import format_table, knee
     from warmcore.registry import get_strategy
 
-    names = [n.strip() for n in args.strategies.split(",") if n.strip()]
+    cfg = _load(args)
+    names = _compared(args, cfg)
     if not names:
         raise UsageError("--strategies: name at least one strategy")
     for n in names:
         get_strategy(n)
-    cfg = _load(args)
     loads = _loads(args.load, "--load", cfg)
     progress = None if args.json else (lambda r: print(
         f"  ran {r.strategy} load {r.load if r.load is not None else '-'}", file=sys.stderr))
@@ -247,6 +247,16 @@ def cmd_compare(args) -> int:
             k = knee([r for r in rows if r["strategy"] == n])
             print(f" knee of {n}: " + (f"{k:g}" if k is not None else "not reached"))
     return 0
+
+
+def _compared(args, cfg) -> list[str]:
+    """--strategies A,B,..., or else the scenario's own strategy.compare."""
+    if args.strategies is not None:
+        return [n.strip() for n in args.strategies.split(",") if n.strip()]
+    from warmcore.build import check_compared
+
+    check_compared(cfg)
+    return list(cfg.strategy.compare or ())
 
 
 MAX_LOADS = 1000          # compare --load: each load is one run per strategy
@@ -312,9 +322,10 @@ def cmd_advise(args) -> int:
                        load=_whole(load, cfg)[0] if load else None, **common)
         text = adv.format_tuning(out)
     else:
-        if not args.strategies:
+        names = _compared(args, cfg)
+        if len(names) < 2:
             raise UsageError("--strategies: name at least two strategies to compare")
-        out = adv.advise(cfg, args.strategies.split(","), refine=args.refine,
+        out = adv.advise(cfg, names, refine=args.refine,
                          loads=_whole(_loads(args.loads, "--loads", cfg), cfg), **common)
         text = adv.format_advice(out)
     if progress:

@@ -119,15 +119,21 @@ def answer_charts(df, crossovers: list[dict], field: str, objective: str, open_l
     return [marked(c).properties(height=280) for c in (served, fig)]
 
 
+# Threads' colours: Tableau 10 without its grey, since the clock band under them is a
+# grey scale (light: a low clock, dark: a high one) that no thread's colour may match.
+THREAD_HUES = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+               "#ff9da7", "#9c755f"]
+
+
 def timeline_chart(t: Timeline):
-    """Which thread ran on which CPU (a bar per slice), under each CPU's row a band
-    coloured by its clock, migrations as black triangles."""
+    """Which thread ran on which CPU (a bar per slice, a colour per thread), under each
+    CPU's row a grey band shaded by its clock, migrations as black triangles."""
     import altair as alt
 
     y = alt.Y("cpu:N", sort=t.cpus, title=None, axis=alt.Axis(labelLimit=400))
     gantt = alt.Chart(t.bars).mark_bar(height=16, yOffset=-5).encode(
         x=alt.X("start_us:Q", title="simulated us from the window's start"), x2="end_us:Q",
-        y=y, color=alt.Color("thread:N", title="thread"),
+        y=y, color=alt.Color("thread:N", title="thread", scale=alt.Scale(range=THREAD_HUES)),
         tooltip=["cpu", "thread", "step", "request", alt.Tooltip("start_us:Q", format=".2f"),
                  alt.Tooltip("end_us:Q", format=".2f")])
     if not t.clocks.empty:                # a band under each CPU's work: its clock
@@ -135,7 +141,7 @@ def timeline_chart(t: Timeline):
         band = alt.Chart(t.clocks).mark_bar(height=6, yOffset=10).encode(
             x="from_us:Q", x2="to_us:Q", y=y,
             color=alt.Color("ghz:Q", title="clock (GHz)",
-                            scale=alt.Scale(scheme="orangered",
+                            scale=alt.Scale(scheme="greys",
                                             domain=[lo - 0.5, hi] if lo == hi else [lo, hi])),
             tooltip=["cpu", alt.Tooltip("ghz:Q", title="GHz", format=".2f"),
                      alt.Tooltip("from_us:Q", format=".1f"),

@@ -63,6 +63,31 @@ def comparison_frame(results) -> pd.DataFrame:
     return df.rename(columns={k: v[0] for k, v in COLUMNS.items()}).astype(float)
 
 
+# Comparison column -> (the ci95 key of a replicated run, its scale to the column's unit)
+INTERVALS = {"throughput_rps": ("throughput_rps", 1.0), "p50_us": ("latency_us.p50", 1.0),
+             "p99_us": ("latency_us.p99", 1.0), "max_us": ("latency_us.max", 1.0),
+             "cpus": ("cpus_utilized", 1.0), "ipc": ("ipc", 1.0), "ghz": ("ghz", 1.0),
+             "uj_per_req": ("joules_per_request", 1e6)}
+
+
+def interval_frame(results) -> pd.DataFrame | None:
+    """The 95% interval (Student t over the replications, ``Result.ci95``) of each
+    figure that has one, as "low - high" in the comparison's formats, one row per
+    replicated strategy; None when no run was replicated."""
+    rows = {}
+    for r in results:
+        if not r.ci95 or (r.replications or 1) < 2:
+            continue
+        row = {}
+        for col, (key, scale) in INTERVALS.items():
+            if key in r.ci95 and None not in r.ci95[key]:
+                header, fmt, _ = COLUMNS[col]
+                lo, hi = (v * scale for v in r.ci95[key])
+                row[header] = f"{fmt.format(lo)} - {fmt.format(hi)}"
+        rows[f"{r.strategy} ({r.replications} runs)"] = row
+    return pd.DataFrame.from_dict(rows, orient="index") if rows else None
+
+
 def styled(df: pd.DataFrame):
     """The comparison formatted, the best value per column highlighted among the rows
     that may win it: never a partial run or one in doubt, and a cost (CPUs, CPU or

@@ -87,3 +87,11 @@ def parse_list_control(p, text: str):
         raise ValueError(f"{p.path}: {text!r} is not a TOML value ({reason})") from None
 
 
+
+
+def downloaded_toml(toml: str, strategies: list[str]) -> str:
+    """The applied setup as the TOML the explorer downloads: with the strategies
+    compared (``strategy.compare``), so that ``warmcore compare FILE`` runs the same
+    table."""
+    sc = warmcore.Scenario.from_toml(toml)
+    return sc.set("strategy.compare", list(strategies)).to_toml()

@@ -26,7 +26,7 @@ UNITS = (("_per_s", "1/s"), ("_us", "us"), ("_ns", "ns"), ("_ms", "ms"), ("_s", 
 
 # Paths whose values are free-form or structural rather than a tunable number.
 SKIP = {"name", "description", "machine.overrides", "machine.governor_params",
-        "strategy.params", "workload.trace_file", "workload.service_values_us"}
+        "strategy.params", "strategy.compare", "workload.trace_file", "workload.service_values_us"}
 
 
 @dataclass(frozen=True)

@@ -88,8 +88,9 @@ def config_error(e: ValidationError, prefix: str = "", *,
                  tags: Mapping[str, Collection[str]] | None = None,
                  unknown: str = "unknown key", plain: bool = True, indices: bool = True,
                  note: str = "") -> ConfigError:
-    """The first error of a validation as one ConfigError: the field as a user writes
-    it, the reason without pydantic's internals. What differs between the models:
+    """The first error of a validation (one of a value given before one of a field left
+    out) as one ConfigError: the field as a user writes it, the reason without
+    pydantic's internals. What differs between the models:
 
     prefix   where the model's table sits ("strategy.params", "calibration")
     aliases  fields a user sets elsewhere (ConfigError.under)
@@ -101,7 +102,9 @@ def config_error(e: ValidationError, prefix: str = "", *,
     indices  list positions in the path ("work.program.0"); False names the list
     note     added to "(got VALUE, note)": where the value went ("ondemand governor")
     """
-    err = e.errors()[0]
+    # A value given wrong before a table or field left out: the file's author wrote
+    # the value, and a missing table hides the checks of the fields beside it
+    err = min(e.errors(), key=lambda x: x["type"] == "missing")
     tags = tags or {}
     loc = [str(x) for x in err["loc"]
            if not _TYPE_TAG.match(str(x)) and (indices or not isinstance(x, int))]

@@ -47,6 +47,7 @@ MAX_REPLICATIONS = 1000
 MAX_TRACE_EVENTS = 1_000_000
 MAX_IN_FLIGHT = 1_000_000   # 0.85 GB of requests in flight
 MAX_PROGRAM_STEPS = 1000
+MAX_COMPARED = 64       # strategy.compare: names (a registry holds a few dozen)
 MAX_LIST = 1_000_000    # values of an empirical distribution, CPUs in a list
 
 Pos = Annotated[float, Field(gt=0)]
@@ -288,6 +289,13 @@ class ProcessCfg(Strict):
 class StrategyCfg(Strict):
     name: str = "shared-queue"
     params: dict[str, float | int | str | bool] = {}
+    # The strategies a comparison of this setup runs (the explorer's choice, kept in
+    # the TOML it downloads): `warmcore compare FILE` and `warmcore advise FILE` run
+    # them when --strategies is not given. Names are checked against the registry
+    # by warmcore.check (the core does not know the strategies).
+    compare: Annotated[list[str], Field(min_length=1, max_length=MAX_COMPARED)] | None = \
+        Field(default=None, description="strategies to compare (compare/advise without "
+                                        "--strategies; the explorer's choice)")
 
 
 class RunCfg(Strict):
