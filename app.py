@@ -27,7 +27,7 @@ from warmcore.explorer_data import (
     answer_curve_frame, answer_frame,
     comparison_deltas, comparison_frame, curve_deltas, curve_frame, curve_runs, curves_of,
     default_loads, interval_frame, knee_text, knees_of, overlaid_baseline, parse_loads,
-    shows_baseline, stopped_note, styled, timeline_of, topology_table, why_not_overlaid)
+    shows_baseline, stopped_note, styled, timeline_of, topology_text, why_not_overlaid)
 from warmcore.explorer_setup import (
     DEFAULT_SCENARIO, DEFAULT_STRATEGIES, downloaded_toml, from_url, inline_toml,
     parse_list_control, to_url)
@@ -332,7 +332,7 @@ def sidebar(sc: warmcore.Scenario) -> None:
         presets = sorted(PRESETS)
         preset = st.selectbox("CPU preset", presets, index=presets.index(sc.machine.preset),
                               key=f"preset{gen}", help=PRESETS[sc.machine.preset].description)
-        st.table(topology_table(params))      # every row, values wrapped: not cut off
+        st.markdown(topology_text(params))    # every row, values wrapped: not cut off
         govs = [None, *sorted(GOVERNORS)]
         governor = st.selectbox("Governor", govs, index=govs.index(sc.machine.governor)
                                 if sc.machine.governor in govs else 0, key=f"gov{gen}",

@@ -166,6 +166,13 @@ def breakdown_frame(results, baseline_results=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def topology_text(params) -> str:
+    """The machine's topology as lines "name (unit): value" (Markdown), which wrap in a
+    narrow sidebar where a table's value column is cut off."""
+    table = topology_table(params)
+    return "  \n".join(f"{name}: **{row['value']}**" for name, row in table.iterrows())
+
+
 def topology_table(params) -> pd.DataFrame:
     """The machine's topology (sockets, cores, caches, clocks) from its parameters."""
     by = {p.path.removeprefix("machine.overrides."): p for p in params}
