@@ -53,6 +53,14 @@ Counters (what ``perf stat`` would show; only with caches on, else 0):
   this LLC domain (another CCX or socket): a snoop hit on a core that shares
   this LLC is an LLC hit for perf, a line from another L3 is not.
 
+Kernel work: the OS costs below and models.syscalls' are stated at the nominal
+rate (a lone thread at the top P-state); ``kernel_slowdown(cpu, now)`` =
+(f_nominal / f) / s(k) is what one such second takes on ``cpu`` now, the same
+clock and SMT factors as user compute (the SMT factor only with
+extra.kernel_smt_share, off by default) (docs/model.md "Kernel work runs at the
+clock and shares the core"). A wake-up's line transfers (``wake_transfer``) are
+memory stalls and keep their nanoseconds.
+
 Context switches: ``switch_cost`` = preset.ctx_switch_us (the direct cost,
 Li, Ding and Shen, ExpCS 2007); the indirect cost is not a constant: the
 switched-in thread's footprint went cold while others ran, and ``execute``
@@ -174,6 +182,8 @@ class HardwareMachine:
 
         # clocks
         self.max_ghz = p.max_ghz
+        # the clock the preset's kernel costs are stated at (nominal_ips: the top P-state)
+        self._nominal_ghz = p.pstates_ghz[-1]
         self._fixed_ghz = p.max_ghz
         ctl = None
         if eff["dvfs"]:
@@ -195,6 +205,7 @@ class HardwareMachine:
 
         # SMT
         self._smt = eff["smt"] and p.threads_per_core > 1
+        self._kernel_smt = self._smt and extra.kernel_smt_share
         self._speed = speed_table(p.smt_throughput, p.threads_per_core)
         self._busy = [False] * self.n_cpus
         self._core_busy = [0] * topo.n_cores
@@ -469,6 +480,21 @@ class HardwareMachine:
     def current_ghz(self, cpu, now) -> float:
         """The clock of ``cpu`` now (for cycles of kernel work the engine charges)."""
         return self.clock_ghz(cpu, now) if self._dvfs else self._fixed_ghz
+
+    def kernel_slowdown(self, cpu, now) -> float:
+        """Seconds that one second of kernel work at the nominal rate (a lone thread at
+        the top P-state: how the preset's OS costs and models.syscalls' are stated)
+        takes on ``cpu`` now. Kernel paths are instructions like any other: the core
+        runs them at its clock, shared with its busy SMT siblings, as ``execute`` runs
+        user work: (f_nominal / f) / s(k), k the busy hardware threads of the core
+        with this one (module docstring "Kernel work"); s(k) only with
+        ``PresetExtra.kernel_smt_share`` (off by default: docs/model.md)."""
+        ghz = self.clock_ghz(cpu, now) if self._dvfs else self._fixed_ghz
+        r = self._nominal_ghz / ghz
+        if self._kernel_smt:
+            k = self._core_busy[self.cpu_core[cpu]] + (0 if self._busy[cpu] else 1)
+            r = r / self._speed[k if k < len(self._speed) else -1]
+        return r
 
     def switch_cost(self, cpu, prev_key, next_key):
         return self._ctx_s

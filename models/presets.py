@@ -35,6 +35,11 @@ class PresetExtra(BaseModel):
         "intel_idle C1/C1E exit latency, added to wake_latency_busy_us"))
     cstate_deep_after_us: float = Field(default=600.0, ge=0, description=(
         "intel_idle C6 target residency on Skylake: idle longer, the deep exit applies"))
+    kernel_smt_share: bool = Field(default=False, description=(
+        "kernel work shares the core with busy SMT siblings as user work does (Intel "
+        "optimization manual, Hyper-Threading: the logical processors share the "
+        "execution engine); held off by default pending issue 35: on, phenomena 3 and 7 "
+        "fall below their tests' margins (docs/model.md 'Kernel work runs at the clock')"))
     # Kernel work per system call (models/syscalls.py, docs/model.md "Kernel work per
     # request"): microseconds on the reference core (i7-3770, Ivy Bridge at 3.4 GHz,
     # Linux 3.x-4.14 without the 2018 page-table-isolation mitigations), scaled on

@@ -61,10 +61,14 @@ with the figures (``PresetExtra`` fields, microseconds on the reference core)
 (``models.presets.nominal_ips``): the kernel's paths are a fixed number of
 instructions, run faster on a faster core, the convention the presets already
 use for ``ctx_switch_us``. The reference is the i7-3770 (Ivy Bridge at 3.4 GHz,
-base_ipc 1.3), the class of machine the figures were measured on. Kernel work
-runs no user instructions: it adds time and cycles at the CPU's clock (the
-engine's ``charge_kernel`` path), so more system calls per request lower the
-IPC that perf reports, as FlexSC (Soares and Stumm, OSDI 2010) measured.
+base_ipc 1.3), the class of machine the figures were measured on. The result is
+the work at the preset's nominal rate (a lone thread at the top P-state); when
+it runs, the engine scales it by the CPU's clock and SMT share then
+(``HardwareMachine.kernel_slowdown``: kernel paths are instructions, slower at a
+lower clock or beside a busy sibling). Kernel work counts no user instructions:
+it adds time and cycles at the CPU's clock (the engine's ``charge_kernel``
+path), so more system calls per request lower the IPC that perf reports, as
+FlexSC (Soares and Stumm, OSDI 2010) measured.
 
 All the costs are zero when the machine's ``switch_costs`` effect is off (the
 queueing-theory case).

@@ -68,6 +68,12 @@ class MachineModel(Protocol):
         """Clock of ``cpu`` now: kernel work charged as time (switches, syscalls)
         also counts cycles at this rate, as perf counts them."""
 
+    def kernel_slowdown(self, cpu: int, now: float) -> float:
+        """Seconds one second of kernel work takes on ``cpu`` now. The costs below
+        (switch, futex wake, system calls) are stated at the nominal rate (a lone
+        thread at the top P-state); kernel paths are instructions, so they take
+        longer at a lower clock or beside a busy SMT sibling, as user work does."""
+
     def switch_cost(self, cpu: int, prev_key: object, next_key: object) -> float:
         """Direct cost (s) of switching ``cpu`` from one thread to another."""
 
@@ -160,6 +166,9 @@ class IdealMachine:
 
     def current_ghz(self, cpu, now):
         return self.ghz
+
+    def kernel_slowdown(self, cpu, now):
+        return 1.0          # one clock, no SMT
 
     def switch_cost(self, cpu, prev_key, next_key):
         return 0.0

@@ -124,6 +124,7 @@ def _run_model(self, seg, req, cpu, env, now):
     (dur, cyc, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s,
      contend_s) = cost                           # one unpack: COST_FIELDS order
     extra = self.pending_busy
+    stall = self.pending_stall
     total = dur
     fluid = k.fluid
     if fluid:
@@ -131,9 +132,18 @@ def _run_model(self, seg, req, cpu, env, now):
         fl.parts = True
         fl.req = req
     io = self.pending_io
-    if extra:
+    if extra or stall:
         self.pending_busy = 0.0
         self.pending_io = 0.0
+        self.pending_stall = 0.0
+        if extra:
+            # Kernel paths are instructions: stated at the nominal rate, they run at
+            # this CPU's clock and SMT share now (MachineModel.kernel_slowdown); the
+            # lines they wait for (stall) take their nanoseconds at any clock.
+            r = m.kernel_slowdown(cpu.id, now)
+            extra *= r
+            io *= r
+        extra += stall
         total = dur + extra
         # Kernel work (switches, syscalls) runs cycles too, as perf counts them.
         cyc += extra * m.current_ghz(cpu.id, now) * 1e9

@@ -136,7 +136,7 @@ class Placement:
         kernel work (system time, the hand-off's dispatch cause) and LLC loads."""
         s, loads, misses = self.machine.wake_transfer(from_cpu, on_cpu)
         if s:
-            th.pending_busy += s
+            th.pending_stall += s       # line transfers: nanoseconds at any clock
             ctr = th.ctr
             ctr[K_LLCL] += loads
             ctr[K_LLCM] += misses

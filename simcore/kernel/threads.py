@@ -68,8 +68,8 @@ class Thread:
         "futex_queued", "wake_pending", "woken_from", "timed_out",
         # accounting: kernel work and hand-off time owed by its next segment, its
         # counters, and the segment in flight (counters_now takes off its future)
-        "pending_busy", "pending_dispatch", "pending_io", "ctr", "cs", "migrations",
-        "futex_wakes", "seg_t0", "seg_t1", "seg_cost", "seg_sys",
+        "pending_busy", "pending_stall", "pending_dispatch", "pending_io", "ctr", "cs",
+        "migrations", "futex_wakes", "seg_t0", "seg_t1", "seg_cost", "seg_sys",
         # fluid rates (simcore.kernel.fluid)
         "fl",
     )
@@ -85,7 +85,9 @@ class Thread:
         self.last_cpu = None
         self.state = PARKED
         self.wait_ev: Event | None = None
-        self.pending_busy = 0.0       # kernel work owed before the next segment (charge_kernel)
+        self.pending_busy = 0.0       # kernel work owed before the next segment (charge_kernel),
+        #                               in seconds at the nominal rate (scaled when it runs)
+        self.pending_stall = 0.0      # the kernel's memory stalls owed with it (s at any clock)
         self.pending_dispatch = 0.0   # hand-off time to attribute to the next request run
         self.pending_io = 0.0         # the part of pending_busy that is the request's own I/O
         self.last_ran = -1.0
@@ -120,8 +122,11 @@ class Thread:
 
     def charge_kernel(self, seconds: float) -> None:
         """Charge ``seconds`` of kernel work (a syscall, a futex operation, a context
-        switch, a thread start) to this thread as *system* time: it runs at the
-        start of the thread's next segment, counts in task-clock and cycles, in the
+        switch, a thread start) to this thread as *system* time. ``seconds`` is the
+        work at the machine's nominal rate (a lone thread at the top P-state, as the
+        preset's OS costs are stated): it runs as instructions at the start of the
+        thread's next segment, at the CPU's clock and SMT share of then
+        (MachineModel.kernel_slowdown), and counts in task-clock and cycles, in the
         ``sys_s`` counter (perf's ``:k``, ``time``'s sys) and, if that segment
         serves a request, in the request's ``dispatch`` cause. The one way kernel
         work is charged (the kernel itself adds to ``pending_busy``, the same
