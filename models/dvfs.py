@@ -688,6 +688,13 @@ class DvfsController:
             return f
         return (self._dom_int[d] + f * (now - self._dom_since[d])) / span
 
+    def ghz_seconds(self, cpu: int, now: float) -> float:
+        """Integral of ``cpu``'s clock over wall time since the start (GHz x s): the
+        mean clock over any window is the difference of two readings over its span."""
+        self._sync(cpu, now)
+        d = self.cpu_domain[cpu]
+        return self._dom_int[d] + self.cpu_ghz[cpu] * (now - self._dom_since[d])
+
     def busy_mean_ghz(self, cpu: int, now: float) -> float:
         """Mean clock while ``cpu`` was busy (perf's cycles / task-clock)."""
         self._sync(cpu, now)

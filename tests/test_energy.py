@@ -141,3 +141,44 @@ def test_energy_at_least_static_and_matches_reference(trace):
         prev_j = j
     assert m.dynamic_joules(t) == pytest.approx(ref, rel=1e-9, abs=1e-12)
     assert m.joules(t + 1.0) >= m.static_w * (t + 1.0)
+
+
+# -- issue 35 item 4: every figure over the measured window ---------------------------
+
+def test_machine_reports_joules_and_clock_over_the_window_from_its_mark():
+    """i7-3770 at a fixed 1.6 GHz (userspace): CPU 0 busy 0..2 s, the window 1..3 s.
+    Joules over the window = static W x 2 s + one core's dynamic W at 1.6 GHz x 1 s
+    (busy 1..2 s), not the 2 s of dynamic power since t = 0."""
+    from warmcore.models.hardware import HardwareMachine
+
+    p = get_preset("i7-3770")
+    m = HardwareMachine(p, governor="userspace", userspace_ghz=1.6)
+    m.cpu_busy(0, 0.0)
+    m.measure_from(1.0)
+    m.cpu_idle(0, 2.0)
+    fin = m.finish(3.0)
+    expected = static_power_w(p) * 2.0 + dynamic_power_w(p, 1.6) * 1.0
+    assert fin["joules"] == pytest.approx(expected, rel=1e-12)
+    assert fin["cpu_ghz"] == pytest.approx([1.6] * p.n_cpus)
+    assert fin["freq_changes"] == 0
+
+
+def test_energy_per_request_does_not_depend_on_the_warmup():
+    """Only run.warmup changes: the same machine serving the same load must spend the
+    same mJ per measured request. Before the fix joules ran from t = 0, warm-up
+    included, and were divided by the window's requests (16.6 against 24.8 mJ/req for
+    warm-ups of 0 and 0.5 at 20,000 requests on the i7-3770)."""
+    from tests.helpers import run
+
+    sets = {"machine.preset": "i7-3770"}
+    a = run("mmc", sets, seed=1, requests=6000, warmup=0.0)
+    b = run("mmc", sets, seed=1, requests=6000, warmup=0.5)
+    for r in (a, b):
+        assert r["requests"] == 6000
+    # the same load and the same CPUs busy, so the same energy per request: within 3%
+    # (the windows differ by their requests' noise, about 1/sqrt(6000) = 1.3%)
+    assert b["joules_per_request"] == pytest.approx(a["joules_per_request"], rel=0.03)
+    # and the mean watts are the window's: joules / window within the static..max range
+    for r in (a, b):
+        watts = r["joules"] / r["sim_seconds"]
+        assert static_power_w(get_preset("i7-3770")) < watts < 150.0
