@@ -31,6 +31,11 @@ class PresetExtra(BaseModel):
     loads_per_instruction: float = Field(default=0.33, gt=0, le=2, description=(
         "perf L1-dcache-loads per instruction: 16.41e9 / 49.40e9 = 0.332 in "
         "data/measurements/jetty-8.perf.txt"))
+    freq_invariance: bool = Field(default=True, description=(
+        "the scheduler's PELT utilisation is frequency-invariant (arch_scale_freq_invariant"
+        "(): on x86 from APERF/MPERF since Linux 5.7, arch/x86/kernel/smpboot.c, later "
+        "cpu/aperfmperf.c), so schedutil's get_next_freq scales util by the maximum "
+        "frequency; False: raw util by the current one (older kernels)"))
     cstate_shallow_exit_us: float = Field(default=2.0, ge=0, description=(
         "intel_idle C1/C1E exit latency, added to wake_latency_busy_us"))
     cstate_deep_after_us: float = Field(default=600.0, ge=0, description=(

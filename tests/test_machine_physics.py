@@ -54,16 +54,18 @@ def test_a_c_state_exit_is_neither_busy_time_nor_dynamic_power():
     pre = get_preset("i7-3770")
     assert m.meter.dynamic_joules(env.now) == pytest.approx(
         dynamic_power_w(pre, 1.6) * busy, rel=1e-9)
-    # PELT (y^32 = 1/2 per 1.024 ms period): running 6..108 us, idle to 2.148 ms (the
-    # 2 ms sleep and the 40 us exit), running to 2.250 ms, idle to 10 ms
+    # PELT (y^32 = 1/2 per 1.024 ms period, frequency-invariant): running 6..108 us,
+    # idle to 2.148 ms (the 2 ms sleep and the 40 us exit), running to 2.250 ms, idle
+    # to 10 ms
     y = 0.5 ** (1 / 32)
 
     def n(dt):
         return dt / 1.024e-3
 
-    u = 1024 * (1 - y ** n(102 * US))
+    r = 1.6 / 3.4                        # frequency invariance: f / f_max of a period
+    u = 1024 * r * (1 - y ** n(102 * US))
     u *= y ** n(2.040e-3)
-    u = u * y ** n(102 * US) + 1024 * (1 - y ** n(102 * US))
+    u = u * y ** n(102 * US) + 1024 * r * (1 - y ** n(102 * US))
     u *= y ** n(10e-3 - 2.250e-3)
     assert m.clock.util(0, env.now) == pytest.approx(u, rel=1e-9)
 
@@ -94,3 +96,78 @@ def test_a_waking_sibling_takes_no_share_of_its_core_during_its_exit():
     assert m.busy_siblings(0) == 1
     env.run(until=16.1 * US)
     assert seen == [(pytest.approx(16 * US, abs=1e-12), 2)]
+
+
+# -- item 3: schedutil as cpufreq_schedutil.c ----------------------------------------
+
+ONE_CPU_I9 = {"machine.preset": "i9-7960x", "machine.cores": 1, "machine.threads_per_core": 1,
+              "workload.rate_per_s": 4000.0, "workload.service_us": 100.0}
+
+
+def test_schedutil_settles_at_the_kernels_fixed_point_on_one_cpu():
+    """i9-7960x, one CPU, 4,000 req/s x 100 us. At a userspace 1.5 GHz the CPU is busy
+    76.5% of the time: c = 0.765 x 1.5 = 1.15 Gcycles/s of work. With
+    frequency-invariant util (1024 x busy x f / f_max = 1024 c / f_max at any f)
+    get_next_freq asks 1.25 x f_max x util / 1024 = 1.25 c = 1.43 GHz, RELATION_L
+    1.5: schedutil should run near 1.5 GHz. It ran 2.04 (56% busy) when it scaled a
+    raw running fraction by f_max (f^2 = 1.25 c f_max)."""
+    from tests.helpers import run
+
+    fixed = run("mmc", {**ONE_CPU_I9, "machine.governor": "userspace",
+                        "machine.frequency_ghz": 1.5}, seed=1, requests=8000)
+    c = fixed["cpus_utilized"] * 1.5
+    assert 1.05 < c < 1.25
+    f_star = 1.25 * c
+    su = run("mmc", ONE_CPU_I9, seed=1, requests=8000)
+    assert su["ghz"] == pytest.approx(f_star, abs=0.1)    # one step of the 0.1 GHz table
+    assert su["ghz"] < 1.65
+
+
+def _toy_ctl(domains, initial, **params):
+    from warmcore.models.dvfs import DvfsController
+    from warmcore.models.presets import Preset
+
+    toy = Preset(name="toy", description="test", sources=("test",), cores_per_socket=2,
+                 pstates_ghz=(1.0, 1.5, 2.0, 2.5, 3.0), freq_domain="core",
+                 transition_latency_us=0.0)
+    ctl = DvfsController(toy, "schedutil", domains, initial_ghz=initial, params=params)
+    env = simpy.Environment()
+    ctl.bind(env)
+    return ctl, env
+
+
+def test_schedutil_holds_the_clock_of_a_one_cpu_policy_that_has_not_idled():
+    """sugov_update_single: a CPU that has not idled since the last evaluation keeps
+    its requested clock rather than lower it (sugov_cpu_is_busy); once it idles, the
+    util decides. CPU 0 at 3.0 GHz starts running at 0 with util 0: asked 1.0, held
+    at 3.0; it idles at 2 ms: util 1024 x (1 - y^(2/1.024)) = 41.5, 1.25 x 3 x 41.5 /
+    1024 = 0.15 -> 1.0."""
+    ctl, env = _toy_ctl([[0], [1]], 3.0)
+    ctl.cpu_busy(0, 0.0)
+    assert ctl.ghz(0, 0.0) == 3.0                        # held: it has not idled
+    env.run(until=2e-3)
+    ctl.cpu_idle(0, 2e-3)
+    env.run(until=2.1e-3)
+    assert ctl.ghz(0, env.now) == 1.0
+    # CPU 1 had no evaluation and no hold rule applied to it: still at 3.0
+    assert ctl.ghz(1, env.now) == 3.0
+
+
+def test_schedutil_changes_at_most_once_per_rate_limit():
+    """CPU 0 of a two-CPU policy runs throughout from 1.0 GHz, so the clock climbs to
+    the top; CPU 1 comes and goes every 100 us (utilisation updates). Without a limit
+    the steps come 40, 33 and 28 ms apart (as the util grows); with rate_limit_us =
+    50 ms a change restarts the limit (sugov_should_update_freq,
+    sugov_update_next_freq) and the first update past it (a 100 us step, not a 4 ms
+    tick) makes the next change: 50 ms apart, to within an update or two."""
+    ctl, env = _toy_ctl([[0, 1]], 1.0, rate_limit_us=50000.0)
+    ctl.cpu_busy(0, 0.0)
+    t = 100e-6
+    for i in range(4000):                                # 400 ms of 100 us updates
+        env.run(until=t)
+        (ctl.cpu_busy if i % 2 else ctl.cpu_idle)(1, t)
+        t += 100e-6
+    times = [ct for ct, _d, _g in ctl.changes][1:]
+    assert [g for _t, _d, g in ctl.changes][1:] == [1.5, 2.0, 2.5, 3.0]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert all(50e-3 - 1e-9 <= g <= 50e-3 + 200e-6 for g in gaps)
