@@ -171,3 +171,63 @@ def test_schedutil_changes_at_most_once_per_rate_limit():
     assert [g for _t, _d, g in ctl.changes][1:] == [1.5, 2.0, 2.5, 3.0]
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert all(50e-3 - 1e-9 <= g <= 50e-3 + 200e-6 for g in gaps)
+
+
+# -- item 6: idle power gated by the C-states -----------------------------------------
+
+def _one_core(deep_after_us=600.0):
+    from warmcore.models.presets import Preset, PresetExtra
+
+    return Preset(name="one", description="test", sources=("test",), cores_per_socket=1,
+                  threads_per_core=2, smt_throughput=(1.0, 1.25), pstates_ghz=(1.0, 2.0),
+                  static_w_per_core=4.0,
+                  package_static_w=5.0, dyn_w_per_core_max=10.0, v_min=0.8, v_max=1.2,
+                  extra=PresetExtra(cstate_deep_after_us=deep_after_us))
+
+
+def _job_joules(preset, ghz, window=0.05, cycles=2e7):
+    """Joules over ``window`` of one job of ``cycles`` run at ``ghz`` from t = 0."""
+    from warmcore.models.energy import EnergyMeter
+
+    m = EnergyMeter(preset)
+    m.busy(0, 0.0, ghz)
+    m.idle(0, cycles / (ghz * 1e9))
+    return m.joules(window)
+
+
+def test_race_to_idle_wins_once_idle_power_is_gated():
+    """Le Sueur and Heiser (HotPower 2010): with idle power gated, finishing fast and
+    sleeping can beat running slowly. One core (4 W static, 5 W package, 10 W dynamic
+    at 2 GHz, 2.22 W at 1 GHz: 10 x (0.8/1.2)^2 x 1/2), a job of 2e7 cycles in a
+    50 ms window.
+    Racing at 2 GHz: 10 ms busy: 0.1 J dynamic; 9 W static until 10.6 ms (C6 and
+    package C6 after the 600 us residency): 0.0954 J; then 2 W (the package's 40%):
+    39.4 ms x 2 W = 0.0788 J; 0.2742 J.
+    At 1 GHz: 20 ms busy: 0.0444 J; 9 W x 20.6 ms = 0.1854 J; 2 W x 29.4 ms = 0.0588 J;
+    0.2887 J. Without idle states (C6 never reached) static is 9 W throughout: 0.55 J
+    racing against 0.4944 J slow: the slow clock wins, as the old model always had it."""
+    gated = _one_core()
+    race, slow = _job_joules(gated, 2.0), _job_joules(gated, 1.0)
+    assert race == pytest.approx(0.1 + 9 * 0.0106 + 2 * 0.0394, rel=1e-9)
+    assert slow == pytest.approx(10 * (0.8 / 1.2) ** 2 * 0.5 * 0.02 + 9 * 0.0206 + 2 * 0.0294,
+                                 rel=1e-9)
+    assert race < slow
+    never = _one_core(deep_after_us=1e6)
+    assert _job_joules(never, 2.0) == pytest.approx(0.55, rel=1e-9)
+    assert _job_joules(never, 1.0) == pytest.approx(0.02 * 10 * (0.8 / 1.2) ** 2 * 0.5 + 0.45,
+                                                    rel=1e-9)
+    assert _job_joules(never, 1.0) < _job_joules(never, 2.0)
+
+
+def test_a_core_enters_c6_only_when_every_thread_is_idle():
+    """CPUs 0 and 1 are the one core's two threads. CPU 0 runs 0..1 s, CPU 1 never: the
+    core stays in C0 for the whole second (9 W static), then C6 and package C6 after
+    600 us (2 W)."""
+    from warmcore.models.energy import EnergyMeter
+
+    m = EnergyMeter(_one_core())
+    m.busy(0, 0.0, 2.0)
+    assert m.gated_joules(1.0) == 0.0
+    m.idle(0, 1.0)
+    assert m.gated_joules(2.0) == pytest.approx(0.9994 * (4.0 + 3.0), rel=1e-9)
+
