@@ -20,17 +20,30 @@ Sources (Linux, v4.7 onwards unless noted):
   * ``drivers/cpufreq/cpufreq_governor.c`` (``dbs_update``): load = integer
     percentage busy over the period, maximum over the policy's CPUs.
   * ``kernel/sched/cpufreq_schedutil.c``: ``get_next_freq`` = 1.25 * max_freq *
-    util / max (frequency-invariant util), resolved with RELATION_L;
-    ``rate_limit_us``; iowait boost starting at ``IOWAIT_BOOST_MIN`` =
-    SCHED_CAPACITY_SCALE / 8, doubling per iowait wake-up up to 1024,
-    halving per update without one.
-  * ``kernel/sched/pelt.c``: y^32 = 0.5, 1024 us periods.
+    util / max when util is frequency-invariant (``arch_scale_freq_invariant()``),
+    else 1.25 * cur_freq * util / max, resolved with RELATION_L; evaluated on the
+    scheduler's utilisation updates (a CPU starts or stops running, and the tick
+    while it runs) once ``rate_limit_us`` has passed since the last frequency
+    *change* (``sugov_should_update_freq``; ``last_freq_update_time`` moves only
+    when ``next_freq`` changes, ``sugov_update_next_freq``); a one-CPU policy does
+    not lower the clock of a CPU that has not idled since the last evaluation
+    (``sugov_cpu_is_busy``); iowait boost starting at ``IOWAIT_BOOST_MIN`` =
+    SCHED_CAPACITY_SCALE / 8, doubling per iowait wake-up up to 1024, halving per
+    update without one.
+  * ``kernel/sched/pelt.c``: y^32 = 0.5, 1024 us periods; a running period's
+    contribution scaled by the CPU's frequency and capacity
+    (``accumulate_sum``: ``cap_scale(contrib, arch_scale_freq_capacity)`` then
+    ``arch_scale_cpu_capacity``): util is then the work done at the top clock of
+    the biggest CPU, whatever the clock it ran at. Capacity is
+    SCHED_CAPACITY_SCALE on every CPU here (the presets are homogeneous SMP, as
+    x86 reports since Linux 4.19 dropped smt_gain); frequency scale =
+    f / f_max, f_max the top of the domain's table.
 
-Simplifications: governors are sampled on a fixed period (Linux schedutil
-evaluates on scheduler utilisation updates, rate-limited to ``rate_limit_us``);
-per-domain (not per-CPU) iowait boost; no ``io_is_busy``, ``powersave_bias``,
-``ignore_nice_load``; schedutil does not hold the frequency of a CPU that has
-not idled (``sugov_cpu_is_busy``).
+Simplifications: the tick is CONFIG_HZ=250's 4 ms (the default of
+kernel/Kconfig.hz); per-domain (not per-CPU) iowait boost, which only
+``DvfsController.iowait_wakeup`` sets (no simulated wait is an iowait: Linux
+counts block-device waits, io_schedule, not the socket waits the strategies
+make); no ``io_is_busy``, ``powersave_bias``, ``ignore_nice_load``.
 """
 
 from __future__ import annotations
@@ -52,6 +65,7 @@ __all__ = [
     "PELT_PERIOD_S",
     "PELT_Y",
     "SCHED_CAPACITY_SCALE",
+    "TICK_S",
     "Conservative",
     "DvfsController",
     "Governor",
@@ -67,6 +81,7 @@ __all__ = [
 ]
 
 PELT_PERIOD_S = 1.024e-3                 # kernel/sched/pelt.c: 1024 us periods
+TICK_S = 4e-3                            # CONFIG_HZ=250, kernel/Kconfig.hz's default
 PELT_Y = 0.5 ** (1.0 / 32.0)             # y^32 = 0.5: half-life 32 periods
 SCHED_CAPACITY_SCALE = 1024
 IOWAIT_BOOST_MIN = SCHED_CAPACITY_SCALE // 8
@@ -234,6 +249,7 @@ class Governor:
     Tunables: ClassVar[type[BaseModel]] = NoTunables
     tunables: ClassVar[dict[str, float]] = {}       # Tunables' defaults
     fixed = True            # no sampling (period_s is None)
+    event_driven = False    # also evaluated when a CPU starts or stops running
 
     def __init__(self, preset, params: dict | None = None):
         self._table = [_khz(f) for f in available_ghz(preset)]
@@ -420,19 +436,30 @@ class Conservative(Governor):
 
 
 class Schedutil(Governor):
-    """cpufreq_schedutil.c: f = 1.25 * f_max * util / 1024, iowait boost."""
+    """cpufreq_schedutil.c: f = 1.25 * f_max * util / 1024 for frequency-invariant
+    util, else 1.25 * f_cur * util / 1024 (``get_next_freq``), iowait boost. The
+    controller evaluates it on utilisation updates and the tick (``event_driven``),
+    at most once per ``rate_limit_us`` after a change."""
 
     name = "schedutil"
     fixed = False
+    event_driven = True
     Tunables = SchedutilTunables
     tunables: ClassVar[dict[str, float]] = _defaults(SchedutilTunables)
 
     def __init__(self, preset, params: dict | None = None):
         super().__init__(preset, params)
         self.boost = 0
+        self.freq_invariant = preset.extra.freq_invariance
 
     @property
     def period_s(self) -> float:
+        """The scheduler tick: a running CPU's utilisation update (scheduler_tick ->
+        task_tick_fair -> update_load_avg -> cpufreq_update_util)."""
+        return TICK_S
+
+    @property
+    def rate_limit_s(self) -> float:
         return self.params["rate_limit_us"] * 1e-6
 
     def reset(self) -> None:
@@ -448,7 +475,9 @@ class Schedutil(Governor):
             if self.boost < IOWAIT_BOOST_MIN:
                 self.boost = 0
         util = min(max(util, self.boost), SCHED_CAPACITY_SCALE)
-        m = self.max_khz
+        # get_next_freq(): invariant util is a share of the top clock's capacity; raw
+        # util (a running fraction at the current clock) of the current clock's
+        m = self.max_khz if self.freq_invariant else _khz(cur_ghz)
         f = (m + (m >> 2)) * util / SCHED_CAPACITY_SCALE     # map_util_freq()
         return self.relation_l(f) / 1e6
 
@@ -544,6 +573,14 @@ class DvfsController:
         self._cyc_t = [0.0] * n
         self._iowait = [False] * nd
         self.pelt = [Pelt() for _ in range(n)]
+        # PELT's frequency invariance (kernel/sched/pelt.c): a running CPU contributes
+        # f / f_max of a period; raw running time without it (Preset.extra)
+        self._freq_scale = 1.0 / self.table_ghz[-1] if preset.extra.freq_invariance else 0.0
+        # schedutil: evaluated on utilisation updates, rate-limited after a change
+        self.event_driven = self.governors[0].event_driven
+        self._freq_update_t = [-_INF] * nd      # sugov last_freq_update_time
+        self._idle_calls = [0] * n              # times each CPU went idle
+        self._saved_idle_calls = [0] * n        # ... at its domain's last evaluation
         self._start(0.0)
         if self.fixed:
             cpu_ghz = self.cpu_ghz
@@ -577,9 +614,27 @@ class DvfsController:
 
     def _sampler(self, env, d: int):
         gov = self.governors[d]
+        dom = self.domains[d]
+        busy = self._busy_since
         while True:
             yield env.timeout(gov.period_s)
-            self.sample(d, env.now)
+            if not self.event_driven:
+                self.sample(d, env.now)
+            elif any(busy[c] >= 0.0 for c in dom):      # the tick of a running CPU
+                self._update_util(d, env.now)
+
+    def _running(self, cpu: int) -> float:
+        """PELT's running contribution of ``cpu`` now: its clock's share of the top
+        clock (frequency invariance), or 1 without invariance."""
+        scale = self._freq_scale
+        return self.cpu_ghz[cpu] * scale if scale else 1.0
+
+    def _update_util(self, d: int, now: float) -> None:
+        """A utilisation update on domain ``d`` (cpufreq_update_util): schedutil
+        evaluates once ``rate_limit_us`` has passed since its last frequency change
+        (sugov_should_update_freq)."""
+        if now - self._freq_update_t[d] >= self.governors[d].rate_limit_s:
+            self.sample(d, now)
 
     # -- hot path ------------------------------------------------------------
     def ghz(self, cpu: int, now: float) -> float:
@@ -595,11 +650,14 @@ class DvfsController:
         old = self.cpu_ghz[dom[0]]
         self._dom_int[d] += old * (t - self._dom_since[d])
         self._dom_since[d] = t
+        scale = self._freq_scale
         for c in dom:
             self.due_at[c] = _INF
             if self._busy_since[c] >= 0.0:
                 self._cyc[c] += old * (t - self._cyc_t[c])
                 self._cyc_t[c] = t
+                if scale:                       # PELT's contribution follows the clock
+                    self.pelt[c].update(t, f * scale)
             self.cpu_ghz[c] = f
         self.changes.append((t, d, f))
         self.freq_changes += 1
@@ -618,7 +676,9 @@ class DvfsController:
         self._sync(cpu, now)
         self._busy_since[cpu] = now
         self._cyc_t[cpu] = now
-        self.pelt[cpu].update(now, 1.0)
+        self.pelt[cpu].update(now, self._running(cpu))
+        if self.event_driven:
+            self._update_util(self.cpu_domain[cpu], now)
 
     def cpu_idle(self, cpu: int, now: float) -> None:
         since = self._busy_since[cpu]
@@ -629,6 +689,9 @@ class DvfsController:
         self._cyc[cpu] += self.cpu_ghz[cpu] * (now - self._cyc_t[cpu])
         self._busy_since[cpu] = -1.0
         self.pelt[cpu].update(now, 0.0)
+        self._idle_calls[cpu] += 1
+        if self.event_driven:
+            self._update_util(self.cpu_domain[cpu], now)
 
     def iowait_wakeup(self, cpu: int, now: float) -> None:
         """A task woke on ``cpu`` after I/O (schedutil's iowait boost at the next sample)."""
@@ -662,6 +725,8 @@ class DvfsController:
         cur = self.cpu_ghz[dom[0]]
         target = self.governors[d].next_freq(now, cur, loads, utils, boost)
         pend = self._pending[d]
+        if self.event_driven:
+            target = self._sugov_hold(d, dom, target, cur if pend is None else pend[1], now)
         if target == cur:
             if pend is not None:
                 self._pending[d] = None
@@ -671,10 +736,28 @@ class DvfsController:
             self._pending[d] = (now + self.latency_s, target)
             for c in dom:
                 self.due_at[c] = now + self.latency_s
-            if self.latency_s <= 0.0:
+            if self.latency_s <= 0.0 and not self.event_driven:
                 self._apply(d)
             elif self.on_pending is not None:
+                # (an event-driven evaluation runs inside a CPU's busy/idle notice: its
+                # change applies through the pending list, not in the middle of it)
                 self.on_pending(d, now + self.latency_s)
+        return target
+
+    def _sugov_hold(self, d: int, dom: list[int], target: float, requested: float,
+                    now: float) -> float:
+        """schedutil's bookkeeping around get_next_freq: a one-CPU policy keeps the
+        requested clock rather than lower it while its CPU has not idled since the
+        last evaluation (sugov_update_single, sugov_cpu_is_busy); a new request
+        restarts the rate limit (sugov_update_next_freq)."""
+        if len(dom) == 1:
+            c = dom[0]
+            busy = self._idle_calls[c] == self._saved_idle_calls[c]
+            self._saved_idle_calls[c] = self._idle_calls[c]
+            if busy and target < requested:
+                target = requested
+        if target != requested:
+            self._freq_update_t[d] = now
         return target
 
     # -- reports -------------------------------------------------------------
@@ -687,6 +770,13 @@ class DvfsController:
         if span <= 0.0:
             return f
         return (self._dom_int[d] + f * (now - self._dom_since[d])) / span
+
+    def ghz_seconds(self, cpu: int, now: float) -> float:
+        """Integral of ``cpu``'s clock over wall time since the start (GHz x s): the
+        mean clock over any window is the difference of two readings over its span."""
+        self._sync(cpu, now)
+        d = self.cpu_domain[cpu]
+        return self._dom_int[d] + self.cpu_ghz[cpu] * (now - self._dom_since[d])
 
     def busy_mean_ghz(self, cpu: int, now: float) -> float:
         """Mean clock while ``cpu`` was busy (perf's cycles / task-clock)."""

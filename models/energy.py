@@ -1,9 +1,21 @@
-"""Energy: static power always on, dynamic CMOS power of busy cores.
+"""Energy: static power gated by the C-states, dynamic CMOS power of busy cores.
 
 Model (per socket, all in watts):
-  static  = package_static_w * sockets + static_w_per_core * cores, always on
-            (uncore, LLC and leakage; C-state power gating is not modelled,
-            so idle energy is an upper bound)
+  static  = package_static_w per socket + static_w_per_core per core (uncore, LLC
+            and leakage), gated by the idle states (Le Sueur and Heiser, "Dynamic
+            voltage and frequency scaling: the laws of diminishing returns",
+            HotPower 2010: idle power decides whether racing to idle pays):
+            * a core all of whose hardware threads are idle is in a shallow
+              C-state (C1/C1E: clock gated, its leakage stays) until it has been
+              idle cstate_deep_after_us (extra; intel_idle's C6 target residency),
+              then in C6: its voltage is cut to zero (Intel Xeon E3-1200 v3
+              datasheet vol. 1, 4.2.4 "Core C6 state": the state saved to SRAM, the
+              core's voltage reduced to zero), so its static power is 0; a core
+              with one busy thread is in C0 whatever its siblings do;
+            * a socket all of whose cores are in C6 is in package C6: its uncore
+              draws package_c6_power_fraction (extra) of package_static_w.
+            The exit latencies are the machine's wake-up latencies
+            (models.hardware.wake_latency).
   dynamic = for each physical core that has at least one busy hardware thread,
             dyn_w_per_core_max * (V(f) / v_max)^2 * (f / f_top)
 
@@ -22,8 +34,8 @@ once however many of its threads are busy.
 Notifications come from the machine model: ``busy(cpu, now, ghz)``,
 ``idle(cpu, now)``, ``freq_change(cpu, now, ghz)`` (a DvfsController listener
 has this signature). Times that run backwards for a core are clamped to its
-last event, so energy never decreases and never falls below static power times
-the elapsed time.
+last event, so energy never decreases and never falls below the all-idle floor
+(``idle_floor_w``: every socket in package C6) times the elapsed time.
 """
 
 from __future__ import annotations
@@ -86,12 +98,13 @@ class EnergyMeter:
         self.n_cores, self.n_sockets = _counts(preset, self.n_cpus)
         from warmcore.models.presets import cpu_topology
 
-        cores = cpu_topology(preset)[0]
+        cores, _llc, sockets, _thr = cpu_topology(preset)
         # CPUs beyond the preset's (a meter for fewer CPUs) keep the same numbering.
         self.core_of = [cores[c] if c < len(cores) else c % self.n_cores
                         for c in range(self.n_cpus)]
-        self.static_w = static_power_w(preset, self.n_cpus)
+        self.static_w = static_power_w(preset, self.n_cpus)     # everything in C0
         self.t0 = float(start)
+        self._init_idle_states(preset, cores, sockets)
         self._busy = [False] * self.n_cpus
         self._nbusy = [0] * self.n_cores          # busy threads per core
         self._ghz = [0.0] * self.n_cores          # core clock (last reported)
@@ -99,6 +112,60 @@ class EnergyMeter:
         self._t = [self.t0] * self.n_cores        # last accounting time per core
         self._dyn_j = 0.0
         self._pcache: dict[float, float] = {}
+
+    def _init_idle_states(self, preset, cores, sockets) -> None:
+        """Every core starts idle at ``t0`` (a shallow C-state, C6 after the residency),
+        every socket with all its cores so."""
+        extra = preset.extra
+        self.deep_after_s = extra.cstate_deep_after_us * 1e-6
+        self._core_w = float(preset.static_w_per_core)
+        self._pkg_saved_w = float(preset.package_static_w) * (1.0 - extra.package_c6_power_fraction)
+        socket_of = {}
+        for cpu in range(min(self.n_cpus, len(cores))):
+            socket_of[cores[cpu]] = sockets[cpu]
+        self._socket_of_core = [socket_of.get(c, 0) for c in range(self.n_cores)]
+        ids = sorted(set(self._socket_of_core))
+        index = {s: i for i, s in enumerate(ids)}
+        self._socket_of_core = [index[s] for s in self._socket_of_core]
+        self._socket_cores = [self._socket_of_core.count(i) for i in range(len(ids))]
+        self._idle_since = [self.t0] * self.n_cores
+        self._gated_s = 0.0                       # core-seconds in C6, closed intervals
+        self._idle_cores = list(self._socket_cores)
+        self._pkg_from = [self.t0 + self.deep_after_s] * len(ids)   # package C6 from
+        self._pkg_gated_s = 0.0                   # socket-seconds in package C6, closed
+        # every core in C6 and every socket in package C6
+        self.idle_floor_w = len(ids) * (float(preset.package_static_w) - self._pkg_saved_w)
+
+    def _core_wakes(self, core: int, now: float) -> None:
+        """``core`` leaves its idle state at ``now``: close its C6 and its package's."""
+        since = max(self._idle_since[core], self.t0)
+        self._gated_s += max(0.0, now - since - self.deep_after_s)
+        s = self._socket_of_core[core]
+        if self._idle_cores[s] == self._socket_cores[s]:
+            self._pkg_gated_s += max(0.0, now - self._pkg_from[s])
+        self._idle_cores[s] -= 1
+
+    def _core_sleeps(self, core: int, now: float) -> None:
+        """``core`` has no busy thread from ``now``: C6 after the residency; its package
+        in C6 once the last of its cores is."""
+        self._idle_since[core] = now
+        s = self._socket_of_core[core]
+        self._idle_cores[s] += 1
+        if self._idle_cores[s] == self._socket_cores[s]:
+            self._pkg_from[s] = now + self.deep_after_s
+
+    def gated_joules(self, now: float) -> float:
+        """Static energy the idle states saved since ``start`` (J)."""
+        core_s = self._gated_s
+        d = self.deep_after_s
+        for core in range(self.n_cores):
+            if not self._nbusy[core]:
+                core_s += max(0.0, now - max(self._idle_since[core], self.t0) - d)
+        pkg_s = self._pkg_gated_s
+        for s, n in enumerate(self._socket_cores):
+            if self._idle_cores[s] == n:
+                pkg_s += max(0.0, now - self._pkg_from[s])
+        return core_s * self._core_w + pkg_s * self._pkg_saved_w
 
     def _power(self, ghz: float) -> float:
         p = self._pcache.get(ghz)
@@ -118,6 +185,8 @@ class EnergyMeter:
         self._close(core, now)
         if not self._busy[cpu]:
             self._busy[cpu] = True
+            if not self._nbusy[core]:
+                self._core_wakes(core, max(now, self._t[core]))
             self._nbusy[core] += 1
         self._ghz[core] = ghz
         self._p[core] = self._power(ghz)
@@ -132,6 +201,7 @@ class EnergyMeter:
         self._nbusy[core] -= 1
         if self._nbusy[core] == 0:
             self._p[core] = 0.0
+            self._core_sleeps(core, self._t[core])
 
     def freq_change(self, cpu: int, now: float, ghz: float) -> None:
         """The clock of ``cpu``'s core becomes ``ghz`` at ``now``."""
@@ -152,18 +222,28 @@ class EnergyMeter:
         return e
 
     def static_joules(self, now: float) -> float:
-        return self.static_w * max(0.0, now - self.t0)
+        """Static energy since ``start``: all of it in C0, less what C6 gated."""
+        return self.static_w * max(0.0, now - self.t0) - self.gated_joules(now)
 
     def joules(self, now: float) -> float:
         """Energy since ``start`` (J); O(cores)."""
         return self.static_joules(now) + self.dynamic_joules(now)
 
-    def watts(self) -> float:
-        """Power drawn right now (W)."""
-        return self.static_w + sum(self._p)
+    def watts(self, now: float | None = None) -> float:
+        """Power drawn at ``now`` (W); without ``now``, as if every core were in C0
+        (the static power not gated, as before the idle states)."""
+        if now is None:
+            return self.static_w + sum(self._p)
+        d = self.deep_after_s
+        gated = sum(self._core_w for core in range(self.n_cores)
+                    if not self._nbusy[core] and now - self._idle_since[core] >= d)
+        gated += sum(self._pkg_saved_w for s, n in enumerate(self._socket_cores)
+                     if self._idle_cores[s] == n and now >= self._pkg_from[s])
+        return self.static_w - gated + sum(self._p)
 
     def finish(self, now: float) -> dict:
         s, d = self.static_joules(now), self.dynamic_joules(now)
         span = now - self.t0
         return {"joules": s + d, "static_joules": s, "dynamic_joules": d,
+                "gated_joules": self.gated_joules(now),
                 "mean_watts": (s + d) / span if span > 0 else self.static_w}

@@ -25,6 +25,7 @@ cdef class HardwareMachine:
     cdef bint _dvfs, _smt, _kernel_smt, _caches, _coh, _has_l2, _membus_on, _contention
     cdef list _speed, _busy, _core_busy
     cdef list _ghz_now, _due_at
+    cdef object _mark
 
     @cython.locals(due=list)
     cpdef double clock_ghz(self, Py_ssize_t cpu, double now)

@@ -124,6 +124,9 @@ class _FixedClock:
     def mean_ghz(self, cpu, now) -> float:
         return self._ghz
 
+    def ghz_seconds(self, cpu, now) -> float:
+        return self._ghz * now
+
 
 def _make_controller(preset, governor, userspace_ghz, governor_params):
     try:
@@ -264,7 +267,8 @@ class HardwareMachine:
 
         self._ns_llc = topo.ns_llc
 
-        # run statistics
+        # run statistics; _mark: the measured window's start (measure_from)
+        self._mark = None
         self.c2c_ns = 0.0
         self.dram_lines = 0.0
 
@@ -568,13 +572,29 @@ class HardwareMachine:
         if self.rate_hook is not None:
             self.rate_hook(cpu, t)
 
-    def finish(self, now):
+    def _totals(self, now) -> tuple:
+        """Joules, each CPU's clock integral (GHz x s) and clock changes since t = 0."""
         clock = self.clock
-        return {
-            "joules": float(self.meter.joules(now)) if self.meter is not None else 0.0,
-            "cpu_ghz": [clock.mean_ghz(c, now) for c in range(self.n_cpus)],
-            "freq_changes": self.freq_changes,
-        }
+        joules = float(self.meter.joules(now)) if self.meter is not None else 0.0
+        return (joules, [clock.ghz_seconds(c, now) for c in range(self.n_cpus)],
+                self.freq_changes)
+
+    def measure_from(self, now) -> None:
+        """The measured window starts at ``now``: ``finish`` reports every figure over
+        the window from here, as the kernel's counters are (issue 35 item 4: joules
+        counted from t = 0 but divided by the window's requests)."""
+        self._mark = (now, self._totals(now))
+
+    def finish(self, now):
+        """Joules, mean clock per CPU and clock changes over the measured window (from
+        ``measure_from``, else from t = 0)."""
+        t0, (j0, gs0, n0) = self._mark or (0.0, (0.0, [0.0] * self.n_cpus, 0))
+        joules, gs, changes = self._totals(now)
+        span = now - t0
+        cpu_ghz = ([(b - a) / span for a, b in zip(gs0, gs, strict=True)] if span > 0
+                   else [self.clock_ghz(c, now) if self._dvfs else self._fixed_ghz
+                         for c in range(self.n_cpus)])
+        return {"joules": joules - j0, "cpu_ghz": cpu_ghz, "freq_changes": changes - n0}
 
     # ------------------------------------------------------------------ helpers
     def busy_siblings(self, cpu: int) -> int:

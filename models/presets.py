@@ -31,6 +31,16 @@ class PresetExtra(BaseModel):
     loads_per_instruction: float = Field(default=0.33, gt=0, le=2, description=(
         "perf L1-dcache-loads per instruction: 16.41e9 / 49.40e9 = 0.332 in "
         "data/measurements/jetty-8.perf.txt"))
+    freq_invariance: bool = Field(default=True, description=(
+        "the scheduler's PELT utilisation is frequency-invariant (arch_scale_freq_invariant"
+        "(): on x86 from APERF/MPERF since Linux 5.7, arch/x86/kernel/smpboot.c, later "
+        "cpu/aperfmperf.c), so schedutil's get_next_freq scales util by the maximum "
+        "frequency; False: raw util by the current one (older kernels)"))
+    package_c6_power_fraction: float = Field(default=0.4, ge=0, le=1, description=(
+        "share of package_static_w the uncore still draws in package C6 (every core of "
+        "the socket in C6): an i7-4770K idles at 5 W of package power with C6/C7 "
+        "disabled and 2 W with them (Intel XTU; Legit Reviews, 'What enabling C6/C7 "
+        "low-power states do on the Core i7-4770K', 2013)"))
     cstate_shallow_exit_us: float = Field(default=2.0, ge=0, description=(
         "intel_idle C1/C1E exit latency, added to wake_latency_busy_us"))
     cstate_deep_after_us: float = Field(default=600.0, ge=0, description=(

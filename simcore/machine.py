@@ -99,7 +99,9 @@ class MachineModel(Protocol):
         """``cpu`` has nothing to run."""
 
     def finish(self, now: float) -> dict:
-        """Close accounting at the end of the run: joules, per-CPU GHz and the like."""
+        """Close accounting at the end of the run: joules, per-CPU GHz and the like,
+        over the measured window when the machine has ``measure_from(now)`` (called
+        at the window's start; optional: a machine without it reports from t = 0)."""
 
 
 class FluidMachine(MachineModel, Protocol):

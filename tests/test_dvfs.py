@@ -133,7 +133,9 @@ def test_conservative_freq_step_zero_never_moves():
 
 def test_schedutil_formula():
     g = Schedutil(IVB)
-    assert g.period_s == pytest.approx(0.001)            # rate_limit_us 1000
+    # evaluated at the 4 ms tick (and on utilisation updates), rate-limited to 1 ms
+    assert g.period_s == pytest.approx(0.004)
+    assert g.rate_limit_s == pytest.approx(0.001)        # rate_limit_us 1000
     # 1.25 * 3.4 * 512/1024 = 2.125 -> L -> 2.2
     assert g.next_freq(0, 3.4, [0.5], [512.0]) == 2.2
     # util = max over CPUs: 1.25 * 3.4 * 800/1024 = 3.3203 -> 3.4
@@ -142,7 +144,19 @@ def test_schedutil_formula():
     assert g.next_freq(0, 3.4, [0.1], [100.0]) == 1.6
     # 1.25 * 3.4 * 700/1024 = 2.905 -> 3.0
     assert g.next_freq(0, 1.6, [0.7], [700.0]) == 3.0
-    assert Schedutil(IVB, {"rate_limit_us": 2000}).period_s == pytest.approx(0.002)
+    assert Schedutil(IVB, {"rate_limit_us": 2000}).rate_limit_s == pytest.approx(0.002)
+
+
+def test_schedutil_without_frequency_invariance_scales_by_the_current_clock():
+    """get_next_freq: without arch_scale_freq_invariant(), util is a running fraction
+    at the current clock: f = 1.25 * cur_freq * util / 1024."""
+    g = Schedutil(with_overrides(IVB, extra={"freq_invariance": False}))
+    # 1.25 * 2.0 * 512/1024 = 1.25 -> clamped to min 1.6
+    assert g.next_freq(0, 2.0, [0.5], [512.0]) == 1.6
+    # 1.25 * 2.4 * 900/1024 = 2.637 -> L -> 2.7
+    assert g.next_freq(0, 2.4, [0.9], [900.0]) == 2.7
+    # the same util with invariance: 1.25 * 3.4 * 900/1024 = 3.735 -> 3.4
+    assert Schedutil(IVB).next_freq(0, 2.4, [0.9], [900.0]) == 3.4
 
 
 def test_schedutil_iowait_boost_doubles_then_halves():
@@ -318,18 +332,53 @@ def test_controller_loads_since_last_sample():
     assert ctl.loads(0, 0.015) == [0.0, pytest.approx(1.0)]
 
 
-def test_controller_schedutil_uses_pelt():
+def test_controller_schedutil_uses_frequency_invariant_pelt():
+    """TOY (1.0-3.0 GHz, 20 us transitions), CPU 0 busy from 0 at 1.0 GHz, schedutil
+    evaluated at each 4 ms tick while it runs. Frequency-invariant PELT: a running
+    period adds f / 3.0 of its share, so the clock climbs in steps, each tick asking
+    1.25 x 3.0 x util / 1024 (RELATION_L). By hand, per tick: util, then request:
+    4 ms: 341.3 x (1 - y^3.906) = 27.7 -> 0.10 GHz -> 1.0 (no change);
+    ... the loop below is the kernel's recurrence, written out independently."""
     ctl = DvfsController(TOY, "schedutil", [[0, 1]], initial_ghz=1.0)
     env = simpy.Environment()
     ctl.bind(env)
     ctl.cpu_busy(0, 0.0)
-    env.run(until=32 * PELT_PERIOD_S + 1e-4)
-    # util after 32 periods ~ 512 (+ a little over 0.1 ms); last sample at 32 ms:
-    u = Pelt.closed_form(0.0, 1.0, 0.032 / PELT_PERIOD_S)
-    target = 1.25 * 3.0 * u / 1024                       # ~ 1.86 GHz -> L -> 2.0
-    assert 1.5 < target <= 2.0
-    assert ctl.ghz(0, env.now) == 2.0
-    assert ctl.util(0, env.now) == pytest.approx(Pelt.closed_form(0, 1, env.now / PELT_PERIOD_S))
+    env.run(until=0.2)
+    ctl.ghz(0, env.now)
+    # the recurrence: u(t) = u0 y^n + 1024 (f/3) (1 - y^n), n = dt / 1.024 ms
+    table = (1.0, 1.5, 2.0, 2.5, 3.0)
+    u, f, t, expected = 0.0, 1.0, 0.0, []
+    for k in range(1, 50):
+        tick = 0.004 * k
+        n = (tick - t) / PELT_PERIOD_S
+        u = u * PELT_Y ** n + 1024 * (f / 3.0) * (1 - PELT_Y ** n)
+        t = tick
+        want = 1.25 * 3.0 * u / 1024
+        g = next(x for x in table if x >= want - 1e-9) if want <= 3.0 else 3.0
+        if g != f:
+            # applied 20 us later: PELT runs at the old clock until then
+            n = 20e-6 / PELT_PERIOD_S
+            u = u * PELT_Y ** n + 1024 * (f / 3.0) * (1 - PELT_Y ** n)
+            t = tick + 20e-6
+            f = g
+            expected.append((pytest.approx(t, abs=1e-12), g))
+    changes = [(ct, ghz) for ct, _d, ghz in ctl.changes][1:]
+    assert changes == expected
+    assert [g for _t, g in expected] == [1.5, 2.0, 2.5, 3.0]   # 1.25x per step: to the top
+
+
+def test_schedutil_fixed_point_with_invariance_is_one_and_a_quarter_of_the_busy_cycles():
+    """A CPU that must do c Gcycles/s of work is busy c / f of the time at f; its
+    invariant util is then 1024 c / f_max whatever f, and schedutil settles at the
+    lowest clock >= 1.25 c. The raw (non-invariant) util times f_max (the old model)
+    settled at the root of f^2 = 1.25 c f_max instead."""
+    g = Schedutil(IVB)                                   # 1.6..3.4 GHz
+    c = 1.5                                              # Gcycles/s
+    f = 3.4
+    for _ in range(5):
+        util = 1024 * (c / f) * f / 3.4                  # busy fraction x f / f_max
+        f = g.next_freq(0, f, [c / f], [util])
+    assert f == 1.9                                      # 1.25 x 1.5 = 1.875 -> 1.9
 
 
 def test_controller_iowait_boost_reaches_governor():

@@ -43,11 +43,18 @@ def test_with_every_effect_off_the_hardware_model_is_the_ideal_machine(monkeypat
     assert hw["cycles"] == pytest.approx(ideal["cycles"], rel=1e-12)
 
 
-def test_energy_is_at_least_static_power_times_time():
-    from warmcore.models.energy import static_power_w
+def test_energy_lies_between_the_idle_floor_and_everything_on():
+    from warmcore.models.energy import EnergyMeter, dynamic_power_w
 
+    pre = get_preset("i7-3770")
+    m = EnergyMeter(pre)
     r = run("pipeline", requests=3000)
-    assert r["joules"] >= static_power_w(get_preset("i7-3770")) * r["sim_seconds"] * (1 - 1e-9)
+    # at least the idle floor (every core in C6, the package in package C6), and, with
+    # pc keeping one core busy, that core's static power on top
+    floor = (m.idle_floor_w + pre.static_w_per_core) * r["sim_seconds"]
+    assert r["joules"] >= floor * (1 - 1e-9)
+    top = (m.static_w + pre.cores_per_socket * dynamic_power_w(pre, pre.max_ghz))
+    assert r["joules"] <= top * r["sim_seconds"] * (1 + 1e-9)
 
 
 def test_governor_and_affinity_settings_apply_to_every_scenario():

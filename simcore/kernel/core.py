@@ -17,7 +17,7 @@ import math
 from simpy.events import Event
 
 from warmcore.simcore.kernel.accounting import counters_now
-from warmcore.simcore.kernel.fastpath import clock, drive, trigger_after
+from warmcore.simcore.kernel.fastpath import clock, drive, fast_timeout, trigger_after
 from warmcore.simcore.kernel.fluid import FluidRates
 from warmcore.simcore.kernel.placement import Placement
 from warmcore.simcore.kernel.records import DEAD, RUNNING, Cpu, Process, TraceBuffer
@@ -156,7 +156,10 @@ class Kernel(Placement, TimeSlices, FluidRates):
                 delay = 0.0
             else:
                 delay = m.wake_latency(cpu.id, cpu.idle_since, now)
-                m.cpu_busy(cpu.id, now)
+                if delay:
+                    self._exit_idle_after(cpu, t, now, delay)
+                else:
+                    m.cpu_busy(cpu.id, now)
         else:
             delay = 0.0     # time spent runnable in the queue is queue wait, not dispatch
         cpu.current = t
@@ -184,12 +187,34 @@ class Kernel(Placement, TimeSlices, FluidRates):
             self.trace.append((now, cpu.id, t.tid, "dispatch", "", delay, -1))
         if t.cont is not None:
             if delay:
+                # the C-state exit's end (_exit_idle_after) was queued first: the machine
+                # sees the CPU busy before the chunk is costed
                 env.timeout(delay).callbacks.append(lambda _e: self._run_chunk(t))
             else:
                 self._run_chunk(t)
             return
         t.pending_dispatch += delay
         trigger_after(env, t.wait_ev, delay, self.deferred)
+
+    def _exit_idle_after(self, cpu: Cpu, t: Thread, now: float, delay: float) -> None:
+        """``cpu`` leaves its C-state for ``t``: the machine sees it busy only when the
+        exit is over. In Linux the exit latency passes inside cpuidle (the idle task's
+        cpuidle_enter returns once the core runs again: drivers/cpuidle/cpuidle.c,
+        kernel/sched/idle.c do_idle), before schedule() picks the task: idle time for
+        the tick and cpufreq's load (get_cpu_idle_time), no running time for PELT, no
+        work for the core's pipeline, so no dynamic power and no share taken from an
+        SMT sibling (issue 35 item 5). Queued before the thread's own resumption at
+        the same instant, so it is processed first."""
+        end = now + delay
+        cpu.exit_end = end
+        m = self.machine
+
+        def exited(_e):
+            if cpu.current is t and cpu.exit_end == end:
+                cpu.exit_end = -1.0
+                m.cpu_busy(cpu.id, end)
+
+        fast_timeout(self.env, delay).callbacks.append(exited)
 
     # -- wake-ups issued from outside any thread -----------------------------------------
 

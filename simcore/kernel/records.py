@@ -31,6 +31,7 @@ class Cpu:
         "busy_s",
         "core",
         "current",
+        "exit_end",
         "id",
         "idle_since",
         "last_tid",
@@ -50,6 +51,7 @@ class Cpu:
         self.idle_since = 0.0                # >= 0 while idle
         self.last_tid = -1
         self.busy_s = 0.0                    # executing time, accounted per chunk at its start
+        self.exit_end = -1.0                 # end of the C-state exit under way (Kernel._dispatch)
         self.balance_pending = False         # an idle-balance retry is scheduled
         # CFS wake-up preemption (Kernel.wakeup_preemption): the run queue's monotonic
         # min_vruntime, and a woken thread waiting to preempt the current one
