@@ -56,6 +56,8 @@ BAD = [
     (["run", "hello", *S("work.task_kib=inf")], "work.task_kib", "finite"),
     (["run", "hello", *S('workload.service="lognormal"', "workload.service_cv=1e308")],
      "workload.service_cv", "at most"),
+    (["run", "hello", *S('workload.service="hyperexponential"', "workload.service_cv=0.5")],
+     "workload.service_cv", "hyperexponential needs a cv of at least 1"),
     (["run", "hello", *S("server.threads=10000000")], "server.threads", "at most"),
     (["run", "hello", *S("run.replications=1000000")], "run.replications", "at most"),
     (["run", "hello", "--requests", "1e30"], "--requests", "invalid int value: '1e30'"),

@@ -25,7 +25,7 @@ from pydantic import (
 
 from warmcore.simcore.config.errors import ConfigError, config_error, short_repr
 from warmcore.simcore.config.kinds import WORKLOADS, workload_kinds
-from warmcore.simcore.distributions import DISTRIBUTIONS
+from warmcore.simcore.distributions import DISTRIBUTIONS, cv_problem
 from warmcore.simcore.machine import EFFECTS
 
 # Caps (docs/formats.md "Ranges and caps"). Past them a run's cost or memory is
@@ -131,7 +131,8 @@ class ServiceShape(Strict):
 
     service: DistKind = "exponential"
     service_us: Micros = 100.0
-    service_cv: Cv = Field(default=1.0, description='lognormal only')
+    service_cv: Cv = Field(default=1.0, description=(
+        'lognormal, hyperexponential (at least 1), coxian (at least 0.7071)'))
     service_values_us: Annotated[list[Micros], Field(max_length=MAX_LIST)] | None = Field(
         default=None, description='empirical only')
     # A connection hands the server one request at a time (HTTP/1.1): the next is
@@ -143,6 +144,13 @@ class ServiceShape(Strict):
     def _empirical_needs_values(self):
         if self.service == "empirical" and not self.service_values_us:
             raise ConfigError("service_values_us", "the empirical distribution needs values")
+        return self
+
+    @model_validator(mode="after")
+    def _cv_in_the_shapes_domain(self):
+        problem = cv_problem(self.service, self.service_cv)
+        if problem:
+            raise ConfigError("service_cv", problem)
         return self
 
 
@@ -201,7 +209,15 @@ class Step(Strict):
     release: str | None = None
     distribution: StepDist = Field(default="deterministic",
                                    description='of compute_us or call_us')
-    cv: Cv = Field(default=1.0, description='lognormal only')
+    cv: Cv = Field(default=1.0, description=(
+        'lognormal, hyperexponential (at least 1), coxian (at least 0.7071)'))
+
+    @model_validator(mode="after")
+    def _cv_in_the_shapes_domain(self):
+        problem = cv_problem(self.distribution, self.cv)
+        if problem:
+            raise ConfigError("cv", problem)
+        return self
 
     @model_validator(mode="after")
     def _one_kind(self):
