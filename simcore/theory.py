@@ -31,8 +31,26 @@ def mg1_wait(rate: float, service_s: float, scv: float) -> float:
     return rho * (1 + scv) * service_s / (2 * (1 - rho))
 
 
+def mxg1_wait(rate: float, service_s: float, scv: float, batch_mean: float,
+              batch_second_moment: float) -> float:
+    """Mean time in queue of a request in M^X/G/1 (Poisson batches of X requests, the
+    request rate ``rate``): the batch waits as one customer of M/G/1 whose service is
+    the sum of its X services (Pollaczek-Khinchine with E[S_B^2] = E[X] Var S + E[X^2]
+    E[S]^2), then behind the members ahead of it in its batch, (E[X^2] - E[X]) /
+    (2 E[X]) of them on average (Gross, Shortle, Thompson and Harris, "Fundamentals of
+    Queueing Theory", 4th ed., 2008, the M^[X]/G/1 queue; Kleinrock vol. 1, 1975)."""
+    rho = rate * service_s
+    if not rho < 1:
+        raise ValueError(f"utilisation {rho} must be below 1")
+    batch_rate = rate / batch_mean
+    s2_batch = batch_mean * scv * service_s ** 2 + batch_second_moment * service_s ** 2
+    batch_wait = batch_rate * s2_batch / (2 * (1 - rho))
+    ahead = (batch_second_moment - batch_mean) / (2 * batch_mean)
+    return batch_wait + ahead * service_s
+
+
 def little_l(throughput: float, mean_sojourn: float) -> float:
     return throughput * mean_sojourn
 
 
-__all__ = ["erlang_c", "little_l", "mg1_wait", "mmc_wait"]
+__all__ = ["erlang_c", "little_l", "mg1_wait", "mmc_wait", "mxg1_wait"]
