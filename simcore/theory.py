@@ -4,6 +4,32 @@ compare a run with): Erlang C for M/M/c, Pollaczek-Khinchine for M/G/1."""
 from __future__ import annotations
 
 
+def erlang_b(c: int, offered: float) -> float:
+    """Blocking probability of M/M/c/c (Erlang's loss formula) at offered load a =
+    lambda/mu, by the stable recursion B(k) = a B(k-1) / (k + a B(k-1)), B(0) = 1."""
+    b = 1.0
+    for k in range(1, c + 1):
+        b = offered * b / (k + offered * b)
+    return b
+
+
+def mmck(c: int, k: int, offered: float) -> tuple[float, float]:
+    """(blocking probability, mean number waiting) of M/M/c/K: c servers, room for K
+    in the system (K - c waiting), offered load a = lambda/mu. Stationary p_n
+    proportional to a^n / n! up to c and a^c / c! (a/c)^(n-c) beyond (Gross et al.,
+    "Fundamentals of Queueing Theory", 4th ed., 2008, sec. 2.6); blocking is p_K (PASTA).
+    The mean wait of an admitted request is Lq / (lambda (1 - p_K)) by Little."""
+    if not 0 < c <= k:
+        raise ValueError(f"need 0 < c <= K (c={c}, K={k})")
+    terms = [1.0]
+    for n in range(1, k + 1):
+        terms.append(terms[-1] * offered / min(n, c))
+    total = sum(terms)
+    p = [t / total for t in terms]
+    waiting = sum((n - c) * p[n] for n in range(c + 1, k + 1))
+    return p[k], waiting
+
+
 def erlang_c(c: int, offered: float) -> float:
     """Probability that an arrival waits in M/M/c with offered load a = lambda/mu < c.
     Computed through the Erlang B recursion, which is stable for large c."""
@@ -53,4 +79,4 @@ def little_l(throughput: float, mean_sojourn: float) -> float:
     return throughput * mean_sojourn
 
 
-__all__ = ["erlang_c", "little_l", "mg1_wait", "mmc_wait", "mxg1_wait"]
+__all__ = ["erlang_b", "erlang_c", "mmck", "little_l", "mg1_wait", "mmc_wait", "mxg1_wait"]

@@ -173,6 +173,8 @@ class OpenLoop(Workload):
         c = self.connections[int(self.pick())] if self.pick else self.connections[0]
         req = self.make(t, c.id)
         self.arrive(req)
+        if self.timeout_s:
+            self.watch(req)
         if not c.serial:            # notify_after_append, inlined for the common case
             c.inbox.append(req)
             self.on_arrival(c)
@@ -181,6 +183,8 @@ class OpenLoop(Workload):
 
     def deliver(self, req: Request, conn: Connection) -> None:
         self.ctx.recorder.arrive(req)
+        if self.timeout_s:
+            self.watch(req)
         self._hand_over(conn, req)
 
     def _hand_over(self, c: Connection, req: Request) -> None:

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from warmcore.simcore.config.errors import ConfigError, config_error, short_repr
-from warmcore.simcore.config.kinds import WORKLOADS, workload_kinds
+from warmcore.simcore.config.kinds import WORKLOADS, kind_of, workload_kinds
 from warmcore.simcore.distributions import DISTRIBUTIONS, cv_problem
 from warmcore.simcore.machine import EFFECTS
 
@@ -154,9 +154,19 @@ class ServiceShape(Strict):
         return self
 
 
+# A client's timeout (workload.timeout_us): "for many applications a late response is
+# a wrong response" (Jetty's Loom report). None: the client waits forever, as wrk2 and
+# Jetty's load generator do by default.
+TIMEOUT_FIELD = Field(default=None, description=(
+    "a client stops waiting for its response after this long and counts the request "
+    "timed out (the server still finishes it); None: it waits forever"))
+
+
 class KeepAlive(ServiceShape):
     """Open-loop requests over keep-alive connections (the ``open`` and ``connections``
     kinds): pipelined, or one request in flight per connection as wrk sends."""
+
+    timeout_us: Micros | None = TIMEOUT_FIELD
 
     pipelined: bool = Field(default=True, description=(
         "a request due while its connection's previous one is unanswered is sent at "
@@ -383,6 +393,24 @@ class Scenario(Strict):
                 held.remove(name)
         if held:
             raise ConfigError("work.program", f"ends holding {', '.join(held)}: release it")
+        return self
+
+    @model_validator(mode="after")
+    def _refusals_end(self):
+        """A bounded queue (strategy.params.queue_capacity) refuses requests; refuse the
+        workloads for which a refusal never ends: a batch's makespan needs every job, and
+        a client that re-sends at once (no think time: closed with think_us = 0,
+        saturating) would be refused again at the same instant, forever."""
+        if self.strategy.params.get("queue_capacity") is None:
+            return self
+        wl = self.workload
+        if kind_of(wl).makespan:
+            raise ConfigError("strategy.params.queue_capacity", f"a {wl.kind} workload "
+                              "measures every job; a refused one would never finish")
+        if wl.kind == "saturating" or getattr(wl, "think_us", None) == 0:
+            raise ConfigError("strategy.params.queue_capacity", f"{wl.kind} clients re-send "
+                              "at once when refused, forever at one instant; give them a "
+                              "think time (workload.think_us) or leave the queue unbounded")
         return self
 
     @model_validator(mode="after")
