@@ -26,6 +26,7 @@ class SimContext:
         self.strategy = None
         self.workload = None
         self.done = None     # done(req, thread): the server handled req (build() sets it)
+        self.reject = None   # reject(req): the server refused req, its queue full (build())
 
     @staticmethod
     def arrivals_may_wake() -> None:

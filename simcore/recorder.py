@@ -34,6 +34,14 @@ class Recorder:
         self.wait_sum = 0.0
         self.bd_sum = [0.0] * len(CAUSES)
         self.arrived = 0
+        # The client's view of each request (issued = arrived): answered in time,
+        # timed out (its client gave up: workload.timeout_us), or rejected by a full
+        # queue (strategy.params.queue_capacity). Whole-run counts; the window's are
+        # differences from the snapshot at its start (outcomes_at_measure).
+        self.answered = 0
+        self.timed_out = 0
+        self.rejected = 0
+        self.outcomes_at_measure = (0, 0, 0)
         self.completed_warmup = 0   # completions before the window
         self.measured = 0           # completions in the window
         self.lat_buf = array("d")   # latencies not yet binned (flush)
@@ -135,6 +143,35 @@ class Recorder:
         if self.source_exhausted and n == 1 and not self.stopped:
             self._stop("workload finished")
 
+    def answer(self, req) -> None:
+        """``req``'s client got its response in time (called by workloads whose
+        clients may give up; otherwise every completion is one: answered_window)."""
+        self.answered += 1
+
+    def time_out(self, req) -> None:
+        """``req``'s client stopped waiting (the server may still finish it)."""
+        self.timed_out += 1
+
+    def reject(self, req) -> None:
+        """The server refused ``req`` (a full queue): it leaves the system now."""
+        now = clock(self.env)
+        if now >= self.next_due:
+            self.catch_up(now)
+        n = self.in_system
+        self.area += n * (now - self.t_last)
+        self.t_last = now
+        self.in_system = n - 1
+        self.rejected += 1
+        if self.source_exhausted and n == 1 and not self.stopped:
+            self._stop("workload finished")
+
+    def outcomes_window(self, every_completion_answers: bool) -> tuple[int, int, int]:
+        """(answered, timed out, rejected) in the measured window; answered is the
+        window's completions when no client gives up."""
+        a0, t0, r0 = self.outcomes_at_measure
+        answered = self.measured if every_completion_answers else self.answered - a0
+        return answered, self.timed_out - t0, self.rejected - r0
+
     @property
     def completed(self) -> int:
         return self.completed_warmup + self.measured
@@ -204,6 +241,7 @@ class Recorder:
         self.area_at_measure = self.area
         self.arrived_at_measure = self.arrived
         self.in_system_at_measure = self.in_system
+        self.outcomes_at_measure = (self.answered, self.timed_out, self.rejected)
         if self.measure_s is not None:
             self.env.timeout(self.measure_s).callbacks.append(self._duration_over)
 

@@ -7,6 +7,14 @@ when the queue is empty. On the ideal machine with one worker per CPU this is
 exactly an M/M/c (or G/G/c) queue, which is what the engine's theory tests use.
 Idle workers are woken most-recently-parked first (LIFO), which keeps the
 warmest thread busy, as glibc/Java condition waits tend to.
+
+``queue_capacity`` bounds the waiting room: an arrival that finds every worker busy
+and that many requests waiting is refused (``ctx.reject``), as a
+``ThreadPoolExecutor`` over a bounded ``ArrayBlockingQueue`` does when ``offer``
+fails with the pool at its maximum (``execute`` calls ``reject(command)``, the
+default ``AbortPolicy`` throws ``RejectedExecutionException``; 0 is a
+``SynchronousQueue``, which accepts only a hand-off to a waiting worker). With c
+workers on c ideal CPUs that is M/M/c/(c + capacity): Erlang B at 0.
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ from warmcore.strategies.base import StrategyParams, Strategy, register
 
 class Params(StrategyParams):
     threads: int | None = Field(default=None, gt=0, description='default: one per server CPU')
+    queue_capacity: int | None = Field(default=None, ge=0, description=(
+        "requests that may wait for a worker; one more is refused (None: unbounded, as "
+        "a LinkedBlockingQueue; 0: no waiting room, a SynchronousQueue hand-off)"))
 
 
 @register
@@ -31,6 +42,13 @@ class SharedQueue(Strategy):
     def start(self) -> None:
         self.queue: deque = deque()
         self.idle: list = []
+        self.capacity = self.p.queue_capacity
+        self.woken = 0          # workers woken for a queued request, not yet running
+        if self.capacity is not None:
+            self.on_arrival = self._on_arrival_bounded
+            # An arrival may now be refused, an action at its instant: each gets an
+            # event of its own (no elision), so it is refused at its own time.
+            self.arrival_wakes = lambda: True
         n = self.p.threads or self.default_threads()
         for i in range(n):
             self.kernel.spawn(self.ctx.server, f"worker-{i}", self._worker)
@@ -38,6 +56,18 @@ class SharedQueue(Strategy):
     def on_arrival(self, conn) -> None:
         self.queue.append(conn.take())
         if self.idle:
+            self.kernel.wake(self.idle.pop())
+
+    def _on_arrival_bounded(self, conn) -> None:
+        """on_arrival with a bounded waiting room: the queue holds the requests handed
+        to woken workers (not waiting) and the waiting ones."""
+        req = conn.take()
+        if not self.idle and len(self.queue) - self.woken >= self.capacity:
+            self.ctx.reject(req)
+            return
+        self.queue.append(req)
+        if self.idle:
+            self.woken += 1
             self.kernel.wake(self.idle.pop())
 
     def arrival_wakes(self) -> bool:
@@ -66,3 +96,5 @@ class SharedQueue(Strategy):
                 if futex_wait_s:
                     t.charge_kernel(futex_wait_s)      # FUTEX_WAIT (a hand-off call)
                 yield t.park()
+                if self.woken:
+                    self.woken -= 1

@@ -146,7 +146,8 @@ class TestParameters:
         svc = ps["workload.service_us"]
         assert svc.type == "float" and svc.unit == "us" and (svc.ge, svc.le) == (0.001, 1e7)
         assert ps["workload.service"].choices == ("deterministic", "exponential",
-                                                  "lognormal", "empirical")
+                                                  "lognormal", "hyperexponential",
+                                                  "coxian", "empirical")
         assert "QueuedThreadPool" in ps["strategy.params.max_threads"].source
         assert ps["strategy.params.max_threads"].default == 200
         assert "Intel" in ps["machine.overrides.l2_kib"].source

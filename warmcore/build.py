@@ -207,6 +207,7 @@ def build(cfg: Scenario, seed: int) -> SimContext:
     ctx.strategy = get_strategy(cfg.strategy.name)(ctx, dict(cfg.strategy.params))
     ctx.workload = build_workload(ctx)
     ctx.done = ctx.workload.finished
+    ctx.reject = ctx.workload.rejected
     ctx.strategy.start()
     ctx.workload.start()
     return ctx
@@ -395,6 +396,7 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
         "breakdown_us": bd,
         "mean_in_system": (rec.area - rec.area_at_measure) / window if window > 0 else math.nan,
         "arrived": arrived_window,
+        **_outcomes(rec, ctx.workload, arrived_window, window),
         "in_flight_at_end": in_flight,
         "drained": drained,
         "stop_reason": rec.stop_reason or ("stalled" if stalled else ""),
@@ -414,6 +416,19 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
                         for c, ghz in enumerate(kernel.trace.ghz0)]
         res["trace"] = rows
     return res
+
+
+def _outcomes(rec, workload, arrived: int, window: float) -> dict:
+    """What the window's clients got: refusals (a full queue), timeouts, goodput (answers
+    in time per second) and the first two per request that arrived."""
+    answered, timed_out, rejected = rec.outcomes_window(not workload.timeout_s)
+    return {
+        "rejected": rejected,
+        "timed_out": timed_out,
+        "goodput_rps": answered / window if window > 0 else 0.0,
+        "rejected_rate": rejected / arrived if arrived else math.nan,
+        "timed_out_rate": timed_out / arrived if arrived else math.nan,
+    }
 
 
 # How far above its offered rate an open loop's measured throughput may read before it
@@ -502,6 +517,9 @@ def combine_replications(runs: list[dict]) -> dict:
               "instructions", "l1d_loads",
               "l1d_misses", "llc_loads", "llc_misses", "context_switches", "cpu_migrations",
               "futex_wakes", "joules", "mean_in_system"):
+        out[k] = float(np.mean([x[k] for x in runs]))
+    # The outcomes (issue 31): means, outside ci95 (whose keys stay as they were).
+    for k in ("rejected", "timed_out", "goodput_rps", "rejected_rate", "timed_out_rate"):
         out[k] = float(np.mean([x[k] for x in runs]))
     out["replications"] = r
     out["seeds"] = [x["seed"] for x in runs]

@@ -31,6 +31,12 @@ COLUMNS = [
     ("uj_per_req", "uJ/req", "{:>8.1f}"),
     ("rps_per_cpu", "req/s/CPU", "{:>10,.0f}"),
 ]
+# Shown when some client was refused or timed out (Result.per_request, has_outcomes).
+OUTCOME_COLUMNS = [
+    ("goodput_rps", "goodput/s", "{:>11,.0f}"),
+    ("rejected_pct", "rejected%", "{:>9.2f}"),
+    ("timed_out_pct", "timed out%", "{:>10.2f}"),
+]
 
 
 def load_field(cfg: Scenario) -> str:
@@ -76,13 +82,16 @@ def knee(rows: list[dict]) -> float | None:
 
 
 def format_table(rows: list[dict]) -> str:
+    from warmcore.result import has_outcomes
+
+    columns = COLUMNS + OUTCOME_COLUMNS if has_outcomes(rows) else COLUMNS
     head = " ".join(fmt.replace(",.0f", "").replace(",.1f", "").replace(".2f", "")
                     .replace(".1f", "").replace(".3f", "").format(h)
-                    for _, h, fmt in COLUMNS)
+                    for _, h, fmt in columns)
     lines = [head]
     for row in rows:
         cells = []
-        for key, _, fmt in COLUMNS:
+        for key, _, fmt in columns:
             v = row[key]
             if isinstance(v, float) and not math.isfinite(v):
                 cells.append(_blank(fmt).format("-"))

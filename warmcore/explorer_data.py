@@ -15,6 +15,7 @@ import pandas as pd
 import warmcore
 from warmcore.advice import doubts
 from warmcore.comparison import knee, load_field
+from warmcore.result import has_outcomes
 
 # Comparison table: per_request() key -> (header with unit, format, better: max/min/None)
 COLUMNS = {
@@ -30,6 +31,12 @@ COLUMNS = {
     "migrations_per_req": ("migrations/req", "{:.3f}", "min"),
     "switches_per_req": ("switches/req", "{:.3f}", "min"),
     "uj_per_req": ("uJ/req", "{:.1f}", "min"),
+}
+# Shown when some client was refused or timed out (warmcore.result.has_outcomes).
+OUTCOME_COLUMNS = {
+    "goodput_rps": ("goodput (req/s)", "{:,.0f}", "max"),
+    "rejected_pct": ("rejected (%)", "{:.2f}", "min"),
+    "timed_out_pct": ("timed out (%)", "{:.2f}", "min"),
 }
 IN_DOUBT = " (in doubt)"
 # A strategy may win a cost column only serving at least this share of the most
@@ -59,8 +66,10 @@ def comparison_frame(results) -> pd.DataFrame:
             row["strategy"] += " (partial)"
         elif doubts(r):
             row["strategy"] += IN_DOUBT
-    df = pd.DataFrame(rows).set_index("strategy")[list(COLUMNS)]
-    return df.rename(columns={k: v[0] for k, v in COLUMNS.items()}).astype(float)
+    columns = ({**COLUMNS, **OUTCOME_COLUMNS} if has_outcomes(rows)
+               else COLUMNS)
+    df = pd.DataFrame(rows).set_index("strategy")[list(columns)]
+    return df.rename(columns={k: v[0] for k, v in columns.items()}).astype(float)
 
 
 # Comparison column -> (the ci95 key of a replicated run, its scale to the column's unit)
@@ -93,9 +102,10 @@ def styled(df: pd.DataFrame):
     that may win it: never a partial run or one in doubt, and a cost (CPUs, CPU or
     energy per request...) only among the strategies that serve at least SERVES of the
     most throughput (serving a fraction of the load with fewer CPUs is not a win)."""
-    fmt = {v[0]: v[1] for v in COLUMNS.values()}
+    every = {**COLUMNS, **OUTCOME_COLUMNS}.values()
+    fmt = {v[0]: v[1] for v in every if v[0] in df.columns}
     s = df.style.format(fmt, na_rep="-")
-    best = {v[0]: v[2] for v in COLUMNS.values() if v[2]}
+    best = {v[0]: v[2] for v in every if v[2] and v[0] in df.columns}
     trusted = pd.Series([not (n.endswith(IN_DOUBT) or n.endswith(" (partial)"))
                          for n in df.index], index=df.index)
     rps = df[COLUMNS["throughput_rps"][0]]

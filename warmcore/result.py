@@ -128,7 +128,18 @@ class Result(_Part):
     makespan_s: Num = Field(description="batch workloads: time until the last job finished")
     breakdown_us: Breakdown
     mean_in_system: Num
-    arrived: Count
+    arrived: Count = Field(description="requests that arrived (were issued) in the window, "
+                                       "retries included")
+    rejected: Count = Field(description="arrivals the server refused in the window, its "
+                                        "queue full (strategy.params.queue_capacity)")
+    timed_out: Count = Field(description="requests whose client stopped waiting in the "
+                                         "window (workload.timeout_us); the server may "
+                                         "still have finished them")
+    goodput_rps: Num = Field(description="responses that reached a client still waiting, "
+                                         "per second of the window (throughput_rps when no "
+                                         "client times out)")
+    rejected_rate: Num = Field(description="rejected / arrived")
+    timed_out_rate: Num = Field(description="timed_out / arrived")
     in_flight_at_end: Count
     drained: bool
     stop_reason: str
@@ -190,7 +201,23 @@ class Result(_Part):
                            else math.nan) * 1e6,
             "rps_per_cpu": self.throughput_rps / cpus if cpus > 0 else math.nan,
             "drained": self.drained,
+            # what the clients got (issue 31): answers in time per second, and the
+            # share of arrivals refused or given up on
+            "goodput_rps": _or_nan(self.goodput_rps),
+            "rejected_pct": _or_nan(self.rejected_rate) * 100,
+            "timed_out_pct": _or_nan(self.timed_out_rate) * 100,
         }
+
+
+def has_outcomes(rows: list[dict]) -> bool:
+    """Did any client of these per_request() rows get a refusal or time out? (The
+    tables show the outcome columns only then: without them nothing changes.)"""
+    return any((row.get("rejected_pct") or 0) > 0 or (row.get("timed_out_pct") or 0) > 0
+               for row in rows)
+
+
+def _or_nan(x) -> float:
+    return math.nan if x is None else x
 
 
 def _finite(x):

@@ -15,6 +15,7 @@ from collections import deque
 
 from warmcore.simcore.config import ConfigError, has_sockets, kind_of
 from warmcore.simcore.distributions import sampler
+from warmcore.simcore.kernel.fastpath import clock, fast_timeout
 from warmcore.simcore.work import (
     CODE,
     SHARED,
@@ -218,7 +219,12 @@ class Workload:
         # workloads with sockets (simcore.config.has_sockets).
         self.write_s = (ctx.machine.syscall_cost("write", kib=ctx.cfg.work.response_kib)
                         if has_sockets(wl) else 0.0)
-        if type(self).finished is Workload.finished and not self.serial and not self.write_s:
+        # A client that stops waiting after workload.timeout_us (None: waits forever).
+        # ``waiting`` holds the requests whose clients still wait, by id.
+        self.timeout_s = (getattr(wl, "timeout_us", None) or 0.0) * 1e-6
+        self.waiting: dict[int, Request] = {}
+        if (type(self).finished is Workload.finished and not self.serial and not self.write_s
+                and not self.timeout_s):
             self.finished = ctx.recorder.complete   # one call fewer per request
 
     def start(self) -> None:
@@ -228,6 +234,8 @@ class Workload:
         """A request reaches the server: it is in the system from now on."""
         ctx = self.ctx
         ctx.recorder.arrive(req)
+        if self.timeout_s:
+            self.watch(req)
         if notify_after_append(conn, req):
             ctx.strategy.on_arrival(conn)
 
@@ -236,8 +244,47 @@ class Workload:
         response."""
         if self.write_s:
             thread.charge_io(self.write_s)
+        self.answered(req)
         self.ctx.recorder.complete(req)
         self.release(req)
+
+    # -- the client's side: timeouts and rejections ---------------------------------
+
+    def watch(self, req: Request) -> None:
+        """Start ``req``'s client timer: at t_arrive + timeout its client stops waiting
+        (a request delivered late by catch_up keeps its own deadline)."""
+        self.waiting[req.id] = req
+        delay = req.t_arrive + self.timeout_s - clock(self.env)
+        fast_timeout(self.env, delay if delay > 0.0 else 0.0).callbacks.append(
+            lambda _e: self._deadline(req))
+
+    def _deadline(self, req: Request) -> None:
+        if self.waiting.pop(req.id, None) is not None:
+            self.ctx.recorder.time_out(req)
+            self.gave_up(req)
+
+    def answered(self, req: Request) -> bool:
+        """Did ``req``'s response reach a client still waiting for it? (Counted before
+        the recorder's completion, which may open the measured window.)"""
+        if not self.timeout_s:
+            return True
+        if self.waiting.pop(req.id, None) is None:
+            return False                # late: its client gave up; the server finished it
+        self.ctx.recorder.answer(req)
+        return True
+
+    def rejected(self, req: Request) -> None:
+        """The server refused ``req`` (a full queue, called through ctx.reject): it
+        leaves the system, its connection may hand over its next request, and its
+        client hears at once (a refused or reset connection, a 503)."""
+        self.waiting.pop(req.id, None)
+        self.ctx.recorder.reject(req)
+        self.release(req)
+        self.gave_up(req)
+
+    def gave_up(self, req: Request) -> None:
+        """``req`` timed out or was refused: what its client does next (open loops:
+        nothing, the next request is due anyway)."""
 
     def release(self, req: Request) -> None:
         """A serial connection may hand over its next request."""

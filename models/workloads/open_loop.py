@@ -1,5 +1,6 @@
 """Open loops: requests at a set rate whatever the responses (wrk2, Jetty's load
-generator), Poisson, constant or from a trace of arrival times, over one connection
+generator), Poisson, constant, bursty (MMPP, batches: simcore/arrivals.py) or from a
+trace of arrival times, over one connection
 or many (``open``), and many keep-alive connections with a Poisson stream each
 (``connections``). Two workload kinds, one generator."""
 
@@ -25,7 +26,8 @@ from warmcore.simcore.config import (
     register_workload,
     short_repr,
 )
-from warmcore.simcore.config.schema import Count
+from warmcore.simcore.arrivals import batch_gaps, mmpp_gaps
+from warmcore.simcore.config.schema import MAX_COUNT, Count, Micros
 from warmcore.simcore.distributions import sampler
 from warmcore.simcore.kernel import clock, fast_timeout
 from warmcore.simcore.work import Request
@@ -35,8 +37,26 @@ class OpenLoopCfg(KeepAlive):
     """Requests at a set rate, whatever the responses (wrk2, Jetty Load Generator)."""
 
     kind: Literal["open"]
-    arrival: Literal["poisson", "constant", "trace"] = "poisson"
-    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] | None = None
+    arrival: Literal["poisson", "constant", "trace", "mmpp", "batch"] = Field(
+        default="poisson", description=(
+            "poisson, constant, trace (times from trace_file), mmpp (two-state "
+            "Markov-modulated Poisson: on/off bursts), batch (Poisson batches, M^X)"))
+    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] | None = Field(
+        default=None, description="long-run mean rate of requests (every arrival but trace)")
+    # The MMPP's defaults are illustrative, not measured: an on/off source (an
+    # interrupted Poisson process) with equal 10 ms periods, so that it sends at twice
+    # its mean rate while on; its index of dispersion is then 1 + rate x 10 ms.
+    mmpp_on_us: Micros = Field(default=10_000.0, description=(
+        "mmpp: mean length of an on (burst) period (exponential)"))
+    mmpp_off_us: Micros = Field(default=10_000.0, description=(
+        "mmpp: mean length of an off (quiet) period (exponential)"))
+    mmpp_off_fraction: Annotated[float, Field(ge=0, lt=1)] = Field(default=0.0, description=(
+        "mmpp: rate while off as a fraction of the rate while on (0: none, on/off)"))
+    # Illustrative too: a client that sends a page's 4 requests at once on average.
+    batch_size: Annotated[float, Field(ge=1, le=MAX_COUNT)] = Field(default=4.0, description=(
+        "batch: mean number of requests arriving at one instant"))
+    batch_sizes: Literal["geometric", "constant"] = Field(default="geometric", description=(
+        "batch: size distribution (geometric on 1, 2, ... or always batch_size)"))
     trace_file: str | None = Field(default=None, json_schema_extra=FILE, description=(
         "arrival times, one per line (docs/formats.md); with arrival = 'trace'"))
     connections: Count = Field(default=1, description='requests spread over this many connections')
@@ -51,6 +71,9 @@ class OpenLoopCfg(KeepAlive):
                               f"{self.arrival!r})")
         elif self.rate_per_s is None:
             raise ConfigError("rate_per_s", "an open-loop workload needs a rate")
+        if self.batch_sizes == "constant" and self.batch_size != round(self.batch_size):
+            raise ConfigError("batch_size", f"constant batches hold a whole number of "
+                              f"requests (got {self.batch_size:g})")
         return self
 
 
@@ -79,6 +102,11 @@ class OpenLoop(Workload):
             _longer_than_warmup(self.times, wl.trace_file, ctx.recorder)
         elif wl.arrival == "poisson":
             self.gap = sampler("exponential", 1.0 / wl.rate_per_s, g)
+        elif wl.arrival == "mmpp":
+            self.gap = mmpp_gaps(g, wl.rate_per_s, wl.mmpp_on_us * 1e-6,
+                                 wl.mmpp_off_us * 1e-6, wl.mmpp_off_fraction)
+        elif wl.arrival == "batch":
+            self.gap = batch_gaps(g, wl.rate_per_s, wl.batch_size, wl.batch_sizes)
         else:
             self.gap = sampler("deterministic", 1.0 / wl.rate_per_s, g)
         n = wl.connections
@@ -145,6 +173,8 @@ class OpenLoop(Workload):
         c = self.connections[int(self.pick())] if self.pick else self.connections[0]
         req = self.make(t, c.id)
         self.arrive(req)
+        if self.timeout_s:
+            self.watch(req)
         if not c.serial:            # notify_after_append, inlined for the common case
             c.inbox.append(req)
             self.on_arrival(c)
@@ -153,6 +183,8 @@ class OpenLoop(Workload):
 
     def deliver(self, req: Request, conn: Connection) -> None:
         self.ctx.recorder.arrive(req)
+        if self.timeout_s:
+            self.watch(req)
         self._hand_over(conn, req)
 
     def _hand_over(self, c: Connection, req: Request) -> None:

@@ -24,8 +24,8 @@ from pydantic import (
 )
 
 from warmcore.simcore.config.errors import ConfigError, config_error, short_repr
-from warmcore.simcore.config.kinds import WORKLOADS, workload_kinds
-from warmcore.simcore.distributions import DISTRIBUTIONS
+from warmcore.simcore.config.kinds import WORKLOADS, kind_of, workload_kinds
+from warmcore.simcore.distributions import DISTRIBUTIONS, cv_problem
 from warmcore.simcore.machine import EFFECTS
 
 # Caps (docs/formats.md "Ranges and caps"). Past them a run's cost or memory is
@@ -132,7 +132,8 @@ class ServiceShape(Strict):
 
     service: DistKind = "exponential"
     service_us: Micros = 100.0
-    service_cv: Cv = Field(default=1.0, description='lognormal only')
+    service_cv: Cv = Field(default=1.0, description=(
+        'lognormal, hyperexponential (at least 1), coxian (at least 0.7071)'))
     service_values_us: Annotated[list[Micros], Field(max_length=MAX_LIST)] | None = Field(
         default=None, description='empirical only')
     # A connection hands the server one request at a time (HTTP/1.1): the next is
@@ -146,10 +147,27 @@ class ServiceShape(Strict):
             raise ConfigError("service_values_us", "the empirical distribution needs values")
         return self
 
+    @model_validator(mode="after")
+    def _cv_in_the_shapes_domain(self):
+        problem = cv_problem(self.service, self.service_cv)
+        if problem:
+            raise ConfigError("service_cv", problem)
+        return self
+
+
+# A client's timeout (workload.timeout_us): "for many applications a late response is
+# a wrong response" (Jetty's Loom report). None: the client waits forever, as wrk2 and
+# Jetty's load generator do by default.
+TIMEOUT_FIELD = Field(default=None, description=(
+    "a client stops waiting for its response after this long and counts the request "
+    "timed out (the server still finishes it); None: it waits forever"))
+
 
 class KeepAlive(ServiceShape):
     """Open-loop requests over keep-alive connections (the ``open`` and ``connections``
     kinds): pipelined, or one request in flight per connection as wrk sends."""
+
+    timeout_us: Micros | None = TIMEOUT_FIELD
 
     pipelined: bool = Field(default=True, description=(
         "a request due while its connection's previous one is unanswered is sent at "
@@ -202,7 +220,15 @@ class Step(Strict):
     release: str | None = None
     distribution: StepDist = Field(default="deterministic",
                                    description='of compute_us or call_us')
-    cv: Cv = Field(default=1.0, description='lognormal only')
+    cv: Cv = Field(default=1.0, description=(
+        'lognormal, hyperexponential (at least 1), coxian (at least 0.7071)'))
+
+    @model_validator(mode="after")
+    def _cv_in_the_shapes_domain(self):
+        problem = cv_problem(self.distribution, self.cv)
+        if problem:
+            raise ConfigError("cv", problem)
+        return self
 
     @model_validator(mode="after")
     def _one_kind(self):
@@ -375,6 +401,24 @@ class Scenario(Strict):
                 held.remove(name)
         if held:
             raise ConfigError("work.program", f"ends holding {', '.join(held)}: release it")
+        return self
+
+    @model_validator(mode="after")
+    def _refusals_end(self):
+        """A bounded queue (strategy.params.queue_capacity) refuses requests; refuse the
+        workloads for which a refusal never ends: a batch's makespan needs every job, and
+        a client that re-sends at once (no think time: closed with think_us = 0,
+        saturating) would be refused again at the same instant, forever."""
+        if self.strategy.params.get("queue_capacity") is None:
+            return self
+        wl = self.workload
+        if kind_of(wl).makespan:
+            raise ConfigError("strategy.params.queue_capacity", f"a {wl.kind} workload "
+                              "measures every job; a refused one would never finish")
+        if wl.kind == "saturating" or getattr(wl, "think_us", None) == 0:
+            raise ConfigError("strategy.params.queue_capacity", f"{wl.kind} clients re-send "
+                              "at once when refused, forever at one instant; give them a "
+                              "think time (workload.think_us) or leave the queue unbounded")
         return self
 
     @model_validator(mode="after")
