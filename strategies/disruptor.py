@@ -30,13 +30,15 @@ Model (sources: LMAX-Exchange/disruptor, com.lmax.disruptor.*):
 * Wait strategies (``wait``), what a consumer does when nothing is available:
   - "blocking" (BlockingWaitStrategy, the default): lock + condition; the
     consumer parks, and the producer takes the lock and signalAll()s on every
-    publish (``signal_us``), a futex wake for each parked consumer.
+    publish (``signal_us``). In AQS signalAll only moves the waiters to the
+    lock's queue: the producer's unlock wakes one consumer (one futex wake) and
+    each woken consumer's unlock wakes the next, so they wake one after another.
   - "busy-spin" (BusySpinWaitStrategy): spins on the cursor and never leaves
-    its CPU; modelled as spin segments of ``spin_chunk_us`` (the CPU shows
-    100% busy; an event published mid-chunk is seen at the chunk's end).
+    its CPU (``Thread.spin``, simcore/kernel/spin.py): it sees a publish one
+    cache-line transfer after the store; its CPU is busy all the while.
   - "yielding" (YieldingWaitStrategy): SPIN_TRIES = 100 spins, then
-    Thread.yield() in a loop: the CPU stays busy unless another thread is
-    runnable on it, which then gets it.
+    Thread.yield() in a loop: a spin that hands its CPU at once to a thread
+    queued there (the 100 spins, about 1 us, are folded into the loop).
   - "sleeping" (SleepingWaitStrategy): DEFAULT_RETRIES = 200: 100 spins, 100
     yields, then LockSupport.parkNanos(DEFAULT_SLEEP = 100 ns) repeatedly, a
     timed sleep of 100 ns + timer slack (~50-60 us on Linux).
@@ -88,8 +90,9 @@ class Params(StrategyParams):
     signal_us: float = Field(default=0.05, ge=0, description='blocking: lock, signalAll, unlock')
     spin_us: float = Field(default=0.01, ge=0, description='one spin: cursor read (+ PAUSE)')
     yield_us: float = Field(default=0.3, ge=0, description='sched_yield() with nothing else to run')
-    spin_chunk_us: float = Field(default=50.0, gt=0,
-                                 description='idle spinning, per simulated segment')
+    spin_ipc: float = Field(default=0.25, gt=0, le=8, description=(
+        'instructions per cycle of the spin loop (load, compare, branch, PAUSE of ~10 '
+        'cycles on Nehalem-Sandy Bridge: about 4 per 10-16 cycles)'))
     sleep_ns: float = Field(default=100.0, ge=0, description='SleepingWaitStrategy DEFAULT_SLEEP')
     timer_slack_us: float = Field(default=50.0, ge=0, description='Linux default timer_slack_ns')
 
@@ -149,7 +152,12 @@ class Disruptor(Strategy):
         self.claimed = -1          # last claimed sequence
         self.cursor = -1           # highest contiguous published sequence
         self.flags = [-1] * p.ring_size    # availableBuffer: sequence published in each slot
-        self.waiting: list[Consumer] = []  # parked in BlockingWaitStrategy
+        self.waiting: list[Consumer] = []  # parked in BlockingWaitStrategy (the condition)
+        # AQS: signalAll moves the condition's waiters to the lock's queue; each unlock
+        # wakes the queue's head (ReentrantLock.unlock -> AQS.release -> unparkSuccessor)
+        self.lock_queue: deque[Consumer] = deque()
+        self.handing_over = False          # a woken consumer has yet to unlock
+        self.cursor_line = self.kernel.spin_line(CURSOR)
         self.stats = {"producer_waits": 0, "published": 0, "max_outstanding": 0,
                       "signals": 0, "yields_cpu": 0}
         ips = ctx.machine.nominal_ips
@@ -243,11 +251,30 @@ class Disruptor(Strategy):
             self.cursor = c
         else:
             self.cursor = seq
+        self.cursor_line.written(t)
         if self.p.wait == "blocking" and self.waiting:
             self.stats["signals"] += 1
-            for c in self.waiting:            # signalAll under the lock
-                self.kernel.wake(c.thread, t)
-            self.waiting.clear()
+            self._signal_all(t)
+
+    def _signal_all(self, t) -> None:
+        """BlockingWaitStrategy.signalAllWhenBlocking (Disruptor 3.x: lock,
+        Condition.signalAll, unlock). AQS ConditionObject.signalAll only moves the
+        waiters to the lock's queue (doSignalAll -> transferForSignal); the unlock
+        wakes the queue's head (release -> unparkSuccessor), and each woken consumer
+        wakes the next with its own unlock (_handed_over). The producer pays one
+        futex wake, not one per consumer."""
+        self.lock_queue.extend(self.waiting)
+        self.waiting.clear()
+        if not self.handing_over:
+            self._unpark_next(t)
+
+    def _unpark_next(self, t) -> None:
+        """An unlock of the wait strategy's lock: wake the first queued consumer."""
+        if self.lock_queue:
+            self.handing_over = True
+            self.kernel.wake(self.lock_queue.popleft().thread, t)
+        else:
+            self.handing_over = False
 
     # -- consumers -------------------------------------------------------------------------
 
@@ -306,13 +333,17 @@ class Disruptor(Strategy):
                 self.waiting.append(self._me(t))
                 t.syscall("futex_wait")   # BlockingWaitStrategy: Condition.await
                 yield t.park()
+                # woken holding the lock (acquireQueued): the await's re-check and the
+                # unlock in waitFor's finally (or the next await) wake the next waiter
+                self._unpark_next(t)
+            return
+        if wait == "busy-spin":
+            # BusySpinWaitStrategy: while (cursor.get() < seq) onSpinWait(); it sees the
+            # publish one line transfer after the store (simcore.kernel.spin)
+            while self.cursor < nxt:
+                yield t.spin(self.cursor_line, p.spin_ipc)
             return
         spin_line = (Footprint(SHARED, CURSOR, 1, False),)
-        if wait == "busy-spin":
-            seg = Segment(p.spin_chunk_us * 1e-6 * ips, spin_line, label="busy-spin")
-            while self.cursor < nxt:
-                yield t.run(seg)          # the kernel preempts it when its slice is up
-            return
         # yielding / sleeping: first 100 spins
         spins = Segment(SPIN_TRIES * p.spin_us * 1e-6 * ips, spin_line, label="spin")
         if spins.instructions:
@@ -320,13 +351,10 @@ class Disruptor(Strategy):
         if self.cursor >= nxt:
             return
         if wait == "yielding":
-            chunk = Segment(p.spin_chunk_us * 1e-6 * ips, spin_line, label="sched_yield")
+            # then Thread.yield() in a loop: a spin that gives its CPU at once to a
+            # thread queued there (simcore.kernel.spin, yielding)
             while self.cursor < nxt:
-                if t.cpu_has_waiters():   # someone else can run: yield gives it the CPU
-                    self.stats["yields_cpu"] += 1
-                    yield t.yield_cpu()
-                else:
-                    yield t.run(chunk)
+                yield t.spin(self.cursor_line, p.spin_ipc, yielding=True)
             return
         # sleeping: 100 yields, then parkNanos(sleep_ns) + timer slack
         left = SLEEP_RETRIES - SPIN_TRIES
