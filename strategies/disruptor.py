@@ -71,6 +71,20 @@ SPIN_TRIES = 100          # YieldingWaitStrategy.SPIN_TRIES
 SLEEP_RETRIES = 200       # SleepingWaitStrategy.DEFAULT_RETRIES (100 spins, 100 yields)
 
 
+# The LMAX paper's topologies (LMAX-Exchange/disruptor src/docs/asciidoc/en/disruptor.adoc,
+# "Throughput Performance Testing"; the perf tests OnePublisherToOneProcessorUniCast-,
+# OnePublisherToThreeProcessorPipeline-, ThreePublisherToOneProcessorSequenced-,
+# OnePublisherToThreeProcessorMultiCast- and OnePublisherToThreeProcessorDiamond-
+# ThroughputTest): producers, and for each consumer the consumers it is gated on.
+TOPOLOGIES = {
+    "unicast": (1, ((),)),                      # P1 -> C1
+    "pipeline": (1, ((), (0,), (1,))),          # P1 -> C1 -> C2 -> C3
+    "sequencer": (3, ((),)),                    # P1, P2, P3 -> C1
+    "multicast": (1, ((), (), ())),             # P1 -> C1, C2, C3 (each every event)
+    "diamond": (1, ((), (), (0, 1))),           # P1 -> C1, C2 -> C3
+}
+
+
 class Params(StrategyParams):
     ring_size: int = Field(default=1024, ge=1, le=1 << 22,
                            description="RingBuffer bufferSize, a power of two; capped at "
@@ -80,6 +94,11 @@ class Params(StrategyParams):
         default=None, description='default: single iff 1 producer')
     consumers: int = Field(default=1, gt=0)
     wait: Literal["blocking", "busy-spin", "yielding", "sleeping"] = "blocking"
+    topology: Literal["sharded", "unicast", "pipeline", "sequencer", "multicast",
+                      "diamond"] = Field(default="sharded", description=(
+        "sharded: `consumers` handlers each taking every n-th event; the others are the "
+        "LMAX paper's, each handler handling every event, a request done when its last "
+        "handler has run (they set producers and consumers)"))
     pin: bool = False
     producer_wait: Literal["park-nanos", "wake"] = "park-nanos"
     max_batch: int | None = Field(default=None, gt=0)
@@ -104,6 +123,13 @@ class Params(StrategyParams):
         return v
 
     @model_validator(mode="after")
+    def _topology_sets_the_threads(self):
+        if self.topology != "sharded":
+            self.producers = TOPOLOGIES[self.topology][0]
+            self.consumers = len(TOPOLOGIES[self.topology][1])
+        return self
+
+    @model_validator(mode="after")
     def _single_means_one(self):
         if self.producer_type == "single" and self.producers > 1:
             raise ConfigError("producer_type", "'single' needs producers = 1")
@@ -123,10 +149,14 @@ class Producer:
 
 
 class Consumer:
-    __slots__ = ("batches", "current", "events", "handled", "index", "log", "seq", "thread")
+    __slots__ = ("batches", "current", "deps", "events", "handled", "index", "line", "log",
+                 "seq", "terminal", "thread")
 
     def __init__(self, index: int):
         self.index = index
+        self.deps: tuple = ()         # the consumers it is gated on (topologies)
+        self.terminal = True          # no consumer is gated on it
+        self.line = None              # its sequence's line, for dependents spinning on it
         self.seq = -1             # Sequence.INITIAL_VALUE
         self.batches = 0
         self.events = 0           # events seen (own and skipped)
@@ -169,14 +199,26 @@ class Disruptor(Strategy):
         self.claim_seg = self._seg(p.claim_us, ((SHARED, CURSOR, 1),), 1, CURSOR, "claim")
         self.producers = [Producer(i) for i in range(p.producers)]
         self.consumers = [Consumer(i) for i in range(p.consumers)]
+        self.staged = p.topology != "sharded"
+        if self.staged:
+            for c, deps in zip(self.consumers, TOPOLOGIES[p.topology][1], strict=True):
+                c.deps = tuple(self.consumers[d] for d in deps)
+                for d in c.deps:
+                    d.terminal = False
+            for c in self.consumers:
+                c.line = self.kernel.spin_line(f"disruptor-seq-{c.index}")
+            # handlers still to run on each slot's event (the terminal ones)
+            self.left = [0] * p.ring_size
+            self.n_terminal = sum(c.terminal for c in self.consumers)
         cpus = ctx.server_cpus
         for pr in self.producers:
             pr.thread = self.kernel.spawn(ctx.server, f"disruptor-producer-{pr.index}",
                                           lambda t, pr=pr: self._producer(t, pr))
         for c in self.consumers:
             pin = [cpus[c.index % len(cpus)]] if p.pin else None
+            body = self._stage if self.staged else self._consumer
             c.thread = self.kernel.spawn(ctx.server, f"disruptor-consumer-{c.index}",
-                                         lambda t, c=c: self._consumer(t, c), cpus=pin)
+                                         lambda t, c=c, body=body: body(t, c), cpus=pin)
             c.thread.data = c
 
     def _seg(self, us: float, lines, ops: int, line, label: str) -> Segment | None:
@@ -231,6 +273,8 @@ class Disruptor(Strategy):
             slot = seq & self.mask
             assert self.ring[slot] is None, "ring slot overwritten before it was consumed"
             self.ring[slot] = req
+            if self.staged:
+                self.left[slot] = self.n_terminal
             pr.current = None
             self.read(t)                              # the producer reads the request
             if req.produce is not None:
@@ -322,6 +366,70 @@ class Disruptor(Strategy):
                     pr.waiting = False
                     self.kernel.wake(pr.thread, t)
 
+    def _stage(self, t, c: Consumer):
+        """A BatchEventProcessor of a topology: it handles every event once its
+        barrier (the cursor, and the sequences of the consumers it is gated on:
+        ProcessingSequenceBarrier.waitFor) lets it; the last terminal handler of an
+        event completes the request and frees the slot."""
+        p = self.p
+        mask = self.mask
+        ring = self.ring
+        left = self.left
+        max_batch = p.max_batch
+        # A batch reads the cursor and the gating sequences and stores the own one.
+        reads = [Footprint(SHARED, f"disruptor-seq-{d.index}", 1, False) for d in c.deps]
+        fps = (Footprint(SHARED, CURSOR, 1, False), *reads,
+               Footprint(SHARED, f"disruptor-seq-{c.index}", 1, True))
+        batch_seg = (Segment(p.batch_us * 1e-6 * self.ips, fps, label="batch")
+                     if p.batch_us else None)
+        nxt = c.seq + 1
+        while True:
+            if self.cursor < nxt:
+                yield from self._wait_for(t, nxt)
+                continue
+            lag = next((d for d in c.deps if d.seq < nxt), None)
+            if lag is not None:
+                yield from self._wait_for_dependent(t, lag, nxt)
+                continue
+            end = min([self.cursor] + [d.seq for d in c.deps])
+            if max_batch is not None and end - nxt + 1 > max_batch:
+                end = nxt + max_batch - 1
+            c.batches += 1
+            c.events += end - nxt + 1
+            if batch_seg is not None:
+                yield t.run(batch_seg)
+            for s in range(nxt, end + 1):
+                slot = s & mask
+                req = ring[slot]
+                c.current = req
+                yield t.run(req.consume, req)
+                c.current = None
+                c.handled += 1
+                if c.log is not None:
+                    c.log.append((s, req.id))
+                if c.terminal:
+                    left[slot] -= 1
+                    if not left[slot]:
+                        ring[slot] = None
+                        self.ctx.done(req, t)
+            c.seq = end
+            c.line.written(t)
+            nxt = end + 1
+            for pr in self.producers:
+                if pr.waiting:
+                    pr.waiting = False
+                    self.kernel.wake(pr.thread, t)
+
+    def _wait_for_dependent(self, t, dep: Consumer, nxt: int):
+        """The cursor is there, a consumer it is gated on is not: every wait strategy
+        spins on that consumer's sequence (Disruptor 3.x BlockingWaitStrategy and
+        BusySpinWaitStrategy: ``while (dependentSequence.get() < sequence)``;
+        Yielding- and SleepingWaitStrategy apply their yield to it, modelled as a
+        yielding spin)."""
+        yielding = self.p.wait in ("yielding", "sleeping")
+        while dep.seq < nxt:
+            yield t.spin(dep.line, self.p.spin_ipc, yielding=yielding)
+
     def _wait_for(self, t, nxt: int):
         """SequenceBarrier.waitFor(nxt) with the configured wait strategy; returns
         once the cursor has reached ``nxt``."""
@@ -383,5 +491,7 @@ class Disruptor(Strategy):
             reqs.extend(pr.backlog)
             if pr.current is not None:
                 reqs.append(pr.current)
-        reqs.extend(c.current for c in self.consumers if c.current is not None)
+        # (in a topology an event being handled stays in its slot for the others)
+        reqs.extend(c.current for c in self.consumers
+                    if c.current is not None and not self.staged)
         return reqs

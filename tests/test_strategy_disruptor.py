@@ -237,3 +237,23 @@ def test_blocking_signal_all_wakes_consumers_one_after_another():
     chained = sum(c.thread.futex_wakes for c in s.consumers)
     # every parked consumer but the first is woken by the one before it
     assert chained == pytest.approx(3 * signals, rel=0.02)
+
+
+@pytest.mark.parametrize("topology", ["unicast", "pipeline", "sequencer", "multicast",
+                                      "diamond"])
+@pytest.mark.parametrize("wait", ["blocking", "busy-spin", "yielding"])
+def test_every_handler_of_a_topology_handles_every_event_in_order(topology, wait):
+    """The paper's topologies: each handler sees every event once and in order, a
+    gated handler never before the ones it is gated on, the request done once."""
+    cfg = d_cfg({"topology": topology, "wait": wait, "ring_size": 16},
+                {"machine.cores": 4, "workload.rate_per_s": 20000.0,
+                 "workload.connections": 3, "workload.service_us": 20.0}, requests=1500)
+    ctx, res, handled = run_tracked(cfg, before=enable_logs)
+    assert_conserved(ctx, res, handled)
+    s = ctx.strategy
+    for c in s.consumers:
+        seqs = [q for q, _rid in c.log]
+        assert seqs == list(range(len(seqs)))
+        for d in c.deps:
+            assert len(d.log) >= len(c.log)
+    assert len(s.producers) == (3 if topology == "sequencer" else 1)
