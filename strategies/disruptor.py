@@ -101,6 +101,10 @@ class Params(StrategyParams):
         "handler has run (they set producers and consumers)"))
     pin: bool = False
     producer_wait: Literal["park-nanos", "wake"] = "park-nanos"
+    producer_idle: Literal["park", "spin"] = Field(default="park", description=(
+        "a producer with nothing to publish: parks until an arrival wakes it, or spins "
+        "(the LMAX latency test's publisher busy-waits on System.nanoTime() between "
+        "events: ThrottledOnePublisherToThreeProcessorPipelineLatencyTest)"))
     max_batch: int | None = Field(default=None, gt=0)
     batch_us: float = Field(default=0.05, ge=0,
                             description='per batch: cursor read + sequence store')
@@ -137,10 +141,11 @@ class Params(StrategyParams):
 
 
 class Producer:
-    __slots__ = ("backlog", "current", "idle", "index", "thread", "waiting")
+    __slots__ = ("backlog", "current", "idle", "index", "line", "thread", "waiting")
 
     def __init__(self, index: int):
         self.index = index
+        self.line = None          # what a spinning idle producer watches (producer_idle)
         self.backlog: deque = deque()
         self.idle = False
         self.waiting = False      # parked on a full ring (producer_wait="wake")
@@ -212,6 +217,7 @@ class Disruptor(Strategy):
             self.n_terminal = sum(c.terminal for c in self.consumers)
         cpus = ctx.server_cpus
         for pr in self.producers:
+            pr.line = self.kernel.spin_line(f"disruptor-arrivals-{pr.index}")
             pr.thread = self.kernel.spawn(ctx.server, f"disruptor-producer-{pr.index}",
                                           lambda t, pr=pr: self._producer(t, pr))
         for c in self.consumers:
@@ -238,6 +244,8 @@ class Disruptor(Strategy):
         if pr.idle:
             pr.idle = False
             self.kernel.wake(pr.thread)
+        else:
+            pr.line.written(None)     # a spinning producer sees it at once
 
     def min_gating(self) -> int:
         return min(c.seq for c in self.consumers)
@@ -249,6 +257,9 @@ class Disruptor(Strategy):
         size = self.size
         while True:
             if not pr.backlog:
+                if p.producer_idle == "spin":
+                    yield t.spin(pr.line, p.spin_ipc)
+                    continue
                 pr.idle = True
                 t.syscall("futex_wait")
                 yield t.park()
@@ -451,18 +462,19 @@ class Disruptor(Strategy):
             while self.cursor < nxt:
                 yield t.spin(self.cursor_line, p.spin_ipc)
             return
+        if wait == "yielding":
+            # SPIN_TRIES spins, then Thread.yield() in a loop: a spin that gives its CPU
+            # at once to a thread queued there (simcore.kernel.spin, yielding); the
+            # 100 spins (~1 us) before the first yield are folded into it
+            while self.cursor < nxt:
+                yield t.spin(self.cursor_line, p.spin_ipc, yielding=True)
+            return
         spin_line = (Footprint(SHARED, CURSOR, 1, False),)
-        # yielding / sleeping: first 100 spins
+        # sleeping: first 100 spins
         spins = Segment(SPIN_TRIES * p.spin_us * 1e-6 * ips, spin_line, label="spin")
         if spins.instructions:
             yield t.run(spins)
         if self.cursor >= nxt:
-            return
-        if wait == "yielding":
-            # then Thread.yield() in a loop: a spin that gives its CPU at once to a
-            # thread queued there (simcore.kernel.spin, yielding)
-            while self.cursor < nxt:
-                yield t.spin(self.cursor_line, p.spin_ipc, yielding=True)
             return
         # sleeping: 100 yields, then parkNanos(sleep_ns) + timer slack
         left = SLEEP_RETRIES - SPIN_TRIES

@@ -9,7 +9,8 @@ invalidated by the writer's store and its next load misses and fetches the new
 line from the writer's core; Intel 64 and IA-32 Optimization Reference Manual,
 "Spin-wait and idle loops"). A yielding spin (``YieldingWaitStrategy``'s
 ``Thread.yield()`` loop) is the same loop with a ``sched_yield`` each turn: it
-gives its CPU at once to a thread queued there.
+gives its CPU at once to a thread queued there, and reads the line between its
+``sched_yield`` calls, so it sees a write at the end of the call in progress.
 
 ``Thread.spin(line, ipc, yielding)`` returns an event that fires when
 
@@ -32,6 +33,8 @@ that does not spin, so other runs are unchanged.
 """
 
 from __future__ import annotations
+
+import math
 
 from simpy.events import Event
 
@@ -61,10 +64,12 @@ class SpinState:
     thread owed), its loop's instructions per cycle, whether it yields, the event
     its thread waits on."""
 
-    __slots__ = ("due", "ev", "ipc", "line", "t0", "yielding")
+    __slots__ = ("due", "ev", "ipc", "line", "t0", "turn", "yielding")
 
-    def __init__(self, line: SpinLine, t0: float, ipc: float, yielding: bool, ev: Event):
+    def __init__(self, line: SpinLine, t0: float, ipc: float, yielding: bool, ev: Event,
+                 turn: float = 0.0):
         self.due = -1.0                   # when its slice check is armed for (-1: none)
+        self.turn = turn                  # a yielding loop's turn: one sched_yield call
         self.line = line
         self.t0 = t0
         self.ipc = ipc
@@ -98,7 +103,10 @@ def spin(self, line: SpinLine, ipc: float = 0.25, yielding: bool = False) -> Eve
     ev = Event(k.env)
     self.wait_ev = ev
     self.cont = None
-    st = self.spin_st = SpinState(line, t0, ipc, yielding, ev)
+    # A yielding loop reads the line between sched_yield calls: it sees a write at the
+    # end of the call in progress when the line arrives (the call's cost: the machine's)
+    turn = k.machine.syscall_cost("sched_yield") if yielding else 0.0
+    st = self.spin_st = SpinState(line, t0, ipc, yielding, ev, turn)
     line.spinners.append(self)
     if cpu.rq:
         if yielding:
@@ -130,6 +138,8 @@ class Spinning:
                 continue
             delay = m.line_transfer_s(src, t.cpu.id) if src >= 0 else 0.0
             at = max(now + delay, st.t0)
+            if st.turn > 0.0:             # the end of the sched_yield call in progress
+                at = st.t0 + math.ceil((at - st.t0) / st.turn) * st.turn
             env.timeout(at - now).callbacks.append(
                 lambda _e, t=t, st=st: self._spin_seen(t, st))
 
