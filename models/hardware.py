@@ -535,6 +535,16 @@ class HardwareMachine:
             x = self._wake_xfer[key] = (n * ns * 1e-9, loads, misses)
         return x
 
+    def line_transfer_s(self, cpu_a, cpu_b):
+        """Seconds for a line written on ``cpu_a`` to reach ``cpu_b``, whose copy the
+        write invalidated: one core-to-core transfer at the topology's latency (the
+        SMT siblings' shared L1/L2, the shared LLC, another LLC or socket); 0 on the
+        same CPU or with coherence off. What a spinner waits after a store
+        (simcore.kernel.spin)."""
+        if cpu_a == cpu_b or not self._coh:
+            return 0.0
+        return self.topology.transfer_ns(cpu_a, cpu_b) * 1e-9
+
     def cpu_busy(self, cpu, now):
         if self._busy[cpu]:
             return

@@ -87,6 +87,10 @@ class MachineModel(Protocol):
         """(seconds, LLC loads, LLC misses) one side of a futex wake-up pays on ``cpu_b``
         for the wait structures the other side last touched on ``cpu_a``."""
 
+    def line_transfer_s(self, cpu_a: int, cpu_b: int) -> float:
+        """Seconds for a line written on ``cpu_a`` to reach ``cpu_b`` (a spinner's
+        wait after the store, simcore.kernel.spin); 0 on the same CPU."""
+
     def syscall_cost(self, name: str, n: float = 0.0, kib: float = 0.0) -> float:
         """Kernel work (s) of one system call ``name`` (one of SYSCALLS: read, write,
         epoll_wait with ``n`` ready events, poll of ``n`` descriptors, futex_wait,
@@ -185,6 +189,9 @@ class IdealMachine:
 
     def wake_transfer(self, cpu_a, cpu_b):
         return (0.0, 0.0, 0.0)
+
+    def line_transfer_s(self, cpu_a, cpu_b):
+        return 0.0
 
     def syscall_cost(self, name, n=0.0, kib=0.0):
         if name not in SYSCALLS:

@@ -21,7 +21,9 @@ It reaches the machine only through these documented calls (simcore/kernel/threa
   epoll_ctl, futex_wait, futex_wake, sched_yield; models/syscalls.py),
   ``charge_io(seconds)`` (system time of the server's own I/O, priced with
   ``machine.syscall_cost``: the request's compute, not its dispatch),
-  ``cpu_has_waiters()`` (does anyone wait for this CPU?);
+  ``cpu_has_waiters()`` (does anyone wait for this CPU?), ``spin(line, ipc,
+  yielding)`` (a spin wait on ``ctx.kernel.spin_line(name)`` that a writer ends with
+  ``line.written(thread)``: simcore/kernel/spin.py);
 * ``ctx.kernel.charge_blocked_io(req, seconds)``: time a request spent blocked in
   I/O on a thread the strategy unmounted it from (virtual threads).
 

@@ -30,13 +30,15 @@ Model (sources: LMAX-Exchange/disruptor, com.lmax.disruptor.*):
 * Wait strategies (``wait``), what a consumer does when nothing is available:
   - "blocking" (BlockingWaitStrategy, the default): lock + condition; the
     consumer parks, and the producer takes the lock and signalAll()s on every
-    publish (``signal_us``), a futex wake for each parked consumer.
+    publish (``signal_us``). In AQS signalAll only moves the waiters to the
+    lock's queue: the producer's unlock wakes one consumer (one futex wake) and
+    each woken consumer's unlock wakes the next, so they wake one after another.
   - "busy-spin" (BusySpinWaitStrategy): spins on the cursor and never leaves
-    its CPU; modelled as spin segments of ``spin_chunk_us`` (the CPU shows
-    100% busy; an event published mid-chunk is seen at the chunk's end).
+    its CPU (``Thread.spin``, simcore/kernel/spin.py): it sees a publish one
+    cache-line transfer after the store; its CPU is busy all the while.
   - "yielding" (YieldingWaitStrategy): SPIN_TRIES = 100 spins, then
-    Thread.yield() in a loop: the CPU stays busy unless another thread is
-    runnable on it, which then gets it.
+    Thread.yield() in a loop: a spin that hands its CPU at once to a thread
+    queued there (the 100 spins, about 1 us, are folded into the loop).
   - "sleeping" (SleepingWaitStrategy): DEFAULT_RETRIES = 200: 100 spins, 100
     yields, then LockSupport.parkNanos(DEFAULT_SLEEP = 100 ns) repeatedly, a
     timed sleep of 100 ns + timer slack (~50-60 us on Linux).
@@ -69,6 +71,20 @@ SPIN_TRIES = 100          # YieldingWaitStrategy.SPIN_TRIES
 SLEEP_RETRIES = 200       # SleepingWaitStrategy.DEFAULT_RETRIES (100 spins, 100 yields)
 
 
+# The LMAX paper's topologies (LMAX-Exchange/disruptor src/docs/asciidoc/en/disruptor.adoc,
+# "Throughput Performance Testing"; the perf tests OnePublisherToOneProcessorUniCast-,
+# OnePublisherToThreeProcessorPipeline-, ThreePublisherToOneProcessorSequenced-,
+# OnePublisherToThreeProcessorMultiCast- and OnePublisherToThreeProcessorDiamond-
+# ThroughputTest): producers, and for each consumer the consumers it is gated on.
+TOPOLOGIES = {
+    "unicast": (1, ((),)),                      # P1 -> C1
+    "pipeline": (1, ((), (0,), (1,))),          # P1 -> C1 -> C2 -> C3
+    "sequencer": (3, ((),)),                    # P1, P2, P3 -> C1
+    "multicast": (1, ((), (), ())),             # P1 -> C1, C2, C3 (each every event)
+    "diamond": (1, ((), (), (0, 1))),           # P1 -> C1, C2 -> C3
+}
+
+
 class Params(StrategyParams):
     ring_size: int = Field(default=1024, ge=1, le=1 << 22,
                            description="RingBuffer bufferSize, a power of two; capped at "
@@ -78,8 +94,17 @@ class Params(StrategyParams):
         default=None, description='default: single iff 1 producer')
     consumers: int = Field(default=1, gt=0)
     wait: Literal["blocking", "busy-spin", "yielding", "sleeping"] = "blocking"
+    topology: Literal["sharded", "unicast", "pipeline", "sequencer", "multicast",
+                      "diamond"] = Field(default="sharded", description=(
+        "sharded: `consumers` handlers each taking every n-th event; the others are the "
+        "LMAX paper's, each handler handling every event, a request done when its last "
+        "handler has run (they set producers and consumers)"))
     pin: bool = False
     producer_wait: Literal["park-nanos", "wake"] = "park-nanos"
+    producer_idle: Literal["park", "spin"] = Field(default="park", description=(
+        "a producer with nothing to publish: parks until an arrival wakes it, or spins "
+        "(the LMAX latency test's publisher busy-waits on System.nanoTime() between "
+        "events: ThrottledOnePublisherToThreeProcessorPipelineLatencyTest)"))
     max_batch: int | None = Field(default=None, gt=0)
     batch_us: float = Field(default=0.05, ge=0,
                             description='per batch: cursor read + sequence store')
@@ -88,8 +113,9 @@ class Params(StrategyParams):
     signal_us: float = Field(default=0.05, ge=0, description='blocking: lock, signalAll, unlock')
     spin_us: float = Field(default=0.01, ge=0, description='one spin: cursor read (+ PAUSE)')
     yield_us: float = Field(default=0.3, ge=0, description='sched_yield() with nothing else to run')
-    spin_chunk_us: float = Field(default=50.0, gt=0,
-                                 description='idle spinning, per simulated segment')
+    spin_ipc: float = Field(default=0.25, gt=0, le=8, description=(
+        'instructions per cycle of the spin loop (load, compare, branch, PAUSE of ~10 '
+        'cycles on Nehalem-Sandy Bridge: about 4 per 10-16 cycles)'))
     sleep_ns: float = Field(default=100.0, ge=0, description='SleepingWaitStrategy DEFAULT_SLEEP')
     timer_slack_us: float = Field(default=50.0, ge=0, description='Linux default timer_slack_ns')
 
@@ -101,6 +127,13 @@ class Params(StrategyParams):
         return v
 
     @model_validator(mode="after")
+    def _topology_sets_the_threads(self):
+        if self.topology != "sharded":
+            self.producers = TOPOLOGIES[self.topology][0]
+            self.consumers = len(TOPOLOGIES[self.topology][1])
+        return self
+
+    @model_validator(mode="after")
     def _single_means_one(self):
         if self.producer_type == "single" and self.producers > 1:
             raise ConfigError("producer_type", "'single' needs producers = 1")
@@ -108,10 +141,11 @@ class Params(StrategyParams):
 
 
 class Producer:
-    __slots__ = ("backlog", "current", "idle", "index", "thread", "waiting")
+    __slots__ = ("backlog", "current", "idle", "index", "line", "thread", "waiting")
 
     def __init__(self, index: int):
         self.index = index
+        self.line = None          # what a spinning idle producer watches (producer_idle)
         self.backlog: deque = deque()
         self.idle = False
         self.waiting = False      # parked on a full ring (producer_wait="wake")
@@ -120,10 +154,14 @@ class Producer:
 
 
 class Consumer:
-    __slots__ = ("batches", "current", "events", "handled", "index", "log", "seq", "thread")
+    __slots__ = ("batches", "current", "deps", "events", "handled", "index", "line", "log",
+                 "seq", "terminal", "thread")
 
     def __init__(self, index: int):
         self.index = index
+        self.deps: tuple = ()         # the consumers it is gated on (topologies)
+        self.terminal = True          # no consumer is gated on it
+        self.line = None              # its sequence's line, for dependents spinning on it
         self.seq = -1             # Sequence.INITIAL_VALUE
         self.batches = 0
         self.events = 0           # events seen (own and skipped)
@@ -149,7 +187,12 @@ class Disruptor(Strategy):
         self.claimed = -1          # last claimed sequence
         self.cursor = -1           # highest contiguous published sequence
         self.flags = [-1] * p.ring_size    # availableBuffer: sequence published in each slot
-        self.waiting: list[Consumer] = []  # parked in BlockingWaitStrategy
+        self.waiting: list[Consumer] = []  # parked in BlockingWaitStrategy (the condition)
+        # AQS: signalAll moves the condition's waiters to the lock's queue; each unlock
+        # wakes the queue's head (ReentrantLock.unlock -> AQS.release -> unparkSuccessor)
+        self.lock_queue: deque[Consumer] = deque()
+        self.handing_over = False          # a woken consumer has yet to unlock
+        self.cursor_line = self.kernel.spin_line(CURSOR)
         self.stats = {"producer_waits": 0, "published": 0, "max_outstanding": 0,
                       "signals": 0, "yields_cpu": 0}
         ips = ctx.machine.nominal_ips
@@ -161,14 +204,27 @@ class Disruptor(Strategy):
         self.claim_seg = self._seg(p.claim_us, ((SHARED, CURSOR, 1),), 1, CURSOR, "claim")
         self.producers = [Producer(i) for i in range(p.producers)]
         self.consumers = [Consumer(i) for i in range(p.consumers)]
+        self.staged = p.topology != "sharded"
+        if self.staged:
+            for c, deps in zip(self.consumers, TOPOLOGIES[p.topology][1], strict=True):
+                c.deps = tuple(self.consumers[d] for d in deps)
+                for d in c.deps:
+                    d.terminal = False
+            for c in self.consumers:
+                c.line = self.kernel.spin_line(f"disruptor-seq-{c.index}")
+            # handlers still to run on each slot's event (the terminal ones)
+            self.left = [0] * p.ring_size
+            self.n_terminal = sum(c.terminal for c in self.consumers)
         cpus = ctx.server_cpus
         for pr in self.producers:
+            pr.line = self.kernel.spin_line(f"disruptor-arrivals-{pr.index}")
             pr.thread = self.kernel.spawn(ctx.server, f"disruptor-producer-{pr.index}",
                                           lambda t, pr=pr: self._producer(t, pr))
         for c in self.consumers:
             pin = [cpus[c.index % len(cpus)]] if p.pin else None
+            body = self._stage if self.staged else self._consumer
             c.thread = self.kernel.spawn(ctx.server, f"disruptor-consumer-{c.index}",
-                                         lambda t, c=c: self._consumer(t, c), cpus=pin)
+                                         lambda t, c=c, body=body: body(t, c), cpus=pin)
             c.thread.data = c
 
     def _seg(self, us: float, lines, ops: int, line, label: str) -> Segment | None:
@@ -188,6 +244,8 @@ class Disruptor(Strategy):
         if pr.idle:
             pr.idle = False
             self.kernel.wake(pr.thread)
+        else:
+            pr.line.written(None)     # a spinning producer sees it at once
 
     def min_gating(self) -> int:
         return min(c.seq for c in self.consumers)
@@ -199,6 +257,9 @@ class Disruptor(Strategy):
         size = self.size
         while True:
             if not pr.backlog:
+                if p.producer_idle == "spin":
+                    yield t.spin(pr.line, p.spin_ipc)
+                    continue
                 pr.idle = True
                 t.syscall("futex_wait")
                 yield t.park()
@@ -223,6 +284,8 @@ class Disruptor(Strategy):
             slot = seq & self.mask
             assert self.ring[slot] is None, "ring slot overwritten before it was consumed"
             self.ring[slot] = req
+            if self.staged:
+                self.left[slot] = self.n_terminal
             pr.current = None
             self.read(t)                              # the producer reads the request
             if req.produce is not None:
@@ -243,11 +306,30 @@ class Disruptor(Strategy):
             self.cursor = c
         else:
             self.cursor = seq
+        self.cursor_line.written(t)
         if self.p.wait == "blocking" and self.waiting:
             self.stats["signals"] += 1
-            for c in self.waiting:            # signalAll under the lock
-                self.kernel.wake(c.thread, t)
-            self.waiting.clear()
+            self._signal_all(t)
+
+    def _signal_all(self, t) -> None:
+        """BlockingWaitStrategy.signalAllWhenBlocking (Disruptor 3.x: lock,
+        Condition.signalAll, unlock). AQS ConditionObject.signalAll only moves the
+        waiters to the lock's queue (doSignalAll -> transferForSignal); the unlock
+        wakes the queue's head (release -> unparkSuccessor), and each woken consumer
+        wakes the next with its own unlock (_handed_over). The producer pays one
+        futex wake, not one per consumer."""
+        self.lock_queue.extend(self.waiting)
+        self.waiting.clear()
+        if not self.handing_over:
+            self._unpark_next(t)
+
+    def _unpark_next(self, t) -> None:
+        """An unlock of the wait strategy's lock: wake the first queued consumer."""
+        if self.lock_queue:
+            self.handing_over = True
+            self.kernel.wake(self.lock_queue.popleft().thread, t)
+        else:
+            self.handing_over = False
 
     # -- consumers -------------------------------------------------------------------------
 
@@ -295,6 +377,70 @@ class Disruptor(Strategy):
                     pr.waiting = False
                     self.kernel.wake(pr.thread, t)
 
+    def _stage(self, t, c: Consumer):
+        """A BatchEventProcessor of a topology: it handles every event once its
+        barrier (the cursor, and the sequences of the consumers it is gated on:
+        ProcessingSequenceBarrier.waitFor) lets it; the last terminal handler of an
+        event completes the request and frees the slot."""
+        p = self.p
+        mask = self.mask
+        ring = self.ring
+        left = self.left
+        max_batch = p.max_batch
+        # A batch reads the cursor and the gating sequences and stores the own one.
+        reads = [Footprint(SHARED, f"disruptor-seq-{d.index}", 1, False) for d in c.deps]
+        fps = (Footprint(SHARED, CURSOR, 1, False), *reads,
+               Footprint(SHARED, f"disruptor-seq-{c.index}", 1, True))
+        batch_seg = (Segment(p.batch_us * 1e-6 * self.ips, fps, label="batch")
+                     if p.batch_us else None)
+        nxt = c.seq + 1
+        while True:
+            if self.cursor < nxt:
+                yield from self._wait_for(t, nxt)
+                continue
+            lag = next((d for d in c.deps if d.seq < nxt), None)
+            if lag is not None:
+                yield from self._wait_for_dependent(t, lag, nxt)
+                continue
+            end = min([self.cursor] + [d.seq for d in c.deps])
+            if max_batch is not None and end - nxt + 1 > max_batch:
+                end = nxt + max_batch - 1
+            c.batches += 1
+            c.events += end - nxt + 1
+            if batch_seg is not None:
+                yield t.run(batch_seg)
+            for s in range(nxt, end + 1):
+                slot = s & mask
+                req = ring[slot]
+                c.current = req
+                yield t.run(req.consume, req)
+                c.current = None
+                c.handled += 1
+                if c.log is not None:
+                    c.log.append((s, req.id))
+                if c.terminal:
+                    left[slot] -= 1
+                    if not left[slot]:
+                        ring[slot] = None
+                        self.ctx.done(req, t)
+            c.seq = end
+            c.line.written(t)
+            nxt = end + 1
+            for pr in self.producers:
+                if pr.waiting:
+                    pr.waiting = False
+                    self.kernel.wake(pr.thread, t)
+
+    def _wait_for_dependent(self, t, dep: Consumer, nxt: int):
+        """The cursor is there, a consumer it is gated on is not: every wait strategy
+        spins on that consumer's sequence (Disruptor 3.x BlockingWaitStrategy and
+        BusySpinWaitStrategy: ``while (dependentSequence.get() < sequence)``;
+        Yielding- and SleepingWaitStrategy apply their yield to it, modelled as a
+        yielding spin)."""
+        yielding = self.p.wait in ("yielding", "sleeping")
+        while dep.seq < nxt:
+            yield t.spin(dep.line, self.p.spin_ipc, yielding=yielding)
+
     def _wait_for(self, t, nxt: int):
         """SequenceBarrier.waitFor(nxt) with the configured wait strategy; returns
         once the cursor has reached ``nxt``."""
@@ -306,27 +452,29 @@ class Disruptor(Strategy):
                 self.waiting.append(self._me(t))
                 t.syscall("futex_wait")   # BlockingWaitStrategy: Condition.await
                 yield t.park()
+                # woken holding the lock (acquireQueued): the await's re-check and the
+                # unlock in waitFor's finally (or the next await) wake the next waiter
+                self._unpark_next(t)
+            return
+        if wait == "busy-spin":
+            # BusySpinWaitStrategy: while (cursor.get() < seq) onSpinWait(); it sees the
+            # publish one line transfer after the store (simcore.kernel.spin)
+            while self.cursor < nxt:
+                yield t.spin(self.cursor_line, p.spin_ipc)
+            return
+        if wait == "yielding":
+            # SPIN_TRIES spins, then Thread.yield() in a loop: a spin that gives its CPU
+            # at once to a thread queued there (simcore.kernel.spin, yielding); the
+            # 100 spins (~1 us) before the first yield are folded into it
+            while self.cursor < nxt:
+                yield t.spin(self.cursor_line, p.spin_ipc, yielding=True)
             return
         spin_line = (Footprint(SHARED, CURSOR, 1, False),)
-        if wait == "busy-spin":
-            seg = Segment(p.spin_chunk_us * 1e-6 * ips, spin_line, label="busy-spin")
-            while self.cursor < nxt:
-                yield t.run(seg)          # the kernel preempts it when its slice is up
-            return
-        # yielding / sleeping: first 100 spins
+        # sleeping: first 100 spins
         spins = Segment(SPIN_TRIES * p.spin_us * 1e-6 * ips, spin_line, label="spin")
         if spins.instructions:
             yield t.run(spins)
         if self.cursor >= nxt:
-            return
-        if wait == "yielding":
-            chunk = Segment(p.spin_chunk_us * 1e-6 * ips, spin_line, label="sched_yield")
-            while self.cursor < nxt:
-                if t.cpu_has_waiters():   # someone else can run: yield gives it the CPU
-                    self.stats["yields_cpu"] += 1
-                    yield t.yield_cpu()
-                else:
-                    yield t.run(chunk)
             return
         # sleeping: 100 yields, then parkNanos(sleep_ns) + timer slack
         left = SLEEP_RETRIES - SPIN_TRIES
@@ -355,5 +503,7 @@ class Disruptor(Strategy):
             reqs.extend(pr.backlog)
             if pr.current is not None:
                 reqs.append(pr.current)
-        reqs.extend(c.current for c in self.consumers if c.current is not None)
+        # (in a topology an event being handled stays in its slot for the others)
+        reqs.extend(c.current for c in self.consumers
+                    if c.current is not None and not self.staged)
         return reqs

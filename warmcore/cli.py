@@ -481,6 +481,19 @@ COMMANDS = {"run": cmd_run, "compare": cmd_compare, "advise": cmd_advise, "sweep
             "strategies": cmd_strategies}
 
 
+# A median under this (us) is shown in nanoseconds: one decimal of a microsecond
+# would say "0.4" for what LMAX's latency test reports as 52 ns.
+NS_BELOW_US = 1.0
+
+
+def _percentile_row(label: str, d: dict, keys: tuple) -> str:
+    """One row of percentiles, in microseconds, or in nanoseconds when the median is
+    under NS_BELOW_US."""
+    if d["p50"] < NS_BELOW_US:
+        return f" {label + ' ns':<17}" + "  ".join(f"{k} {d[k] * 1e3:,.0f}" for k in keys)
+    return f" {label + ' us':<17}" + "  ".join(f"{k} {d[k]:.1f}" for k in keys)
+
+
 def format_result(r: dict) -> str:
     """A perf-stat-like summary of one result."""
     lat = r["latency_us"]
@@ -492,11 +505,8 @@ def format_result(r: dict) -> str:
         "",
         (f" {r['requests']:>16,} requests in {r['sim_seconds']:.4f} simulated s"
         f"   {r['throughput_rps']:,.1f} req/s"),
-        (f" latency us       min {lat['min']:.1f}  mean {lat['mean']:.1f}  p50 {lat['p50']:.1f}"
-        f"  p90 {lat['p90']:.1f}  p99 {lat['p99']:.1f}  p999 {lat['p999']:.1f}"
-        f"  max {lat['max']:.1f}"),
-        (f" service us       min {srv['min']:.1f}  p50 {srv['p50']:.1f}  p90 {srv['p90']:.1f}"
-        f"  p99 {srv['p99']:.1f}  p999 {srv['p999']:.1f}  max {srv['max']:.1f}"),
+        _percentile_row("latency", lat, ("min", "mean", "p50", "p90", "p99", "p999", "max")),
+        _percentile_row("service", srv, ("min", "p50", "p90", "p99", "p999", "max")),
         f" wait us          mean {r['wait_us']['mean']:.1f}",
         "",
         f" {r['task_clock_ms']:>16,.2f} task-clock (msec)   "

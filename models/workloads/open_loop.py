@@ -21,6 +21,7 @@ from warmcore.simcore.config import (
     FILE,
     ConfigError,
     KeepAlive,
+    ServiceShape,
     WorkloadKind,
     read_text,
     register_workload,
@@ -75,6 +76,20 @@ class OpenLoopCfg(KeepAlive):
             raise ConfigError("batch_size", f"constant batches hold a whole number of "
                               f"requests (got {self.batch_size:g})")
         return self
+
+
+class InjectCfg(ServiceShape):
+    """Events handed to the server in memory at a set rate, no sockets: the LMAX
+    latency test's publisher injecting an event every microsecond
+    (``ThrottledOnePublisherToThreeProcessorPipelineLatencyTest``, PAUSE_NANOS = 1000;
+    LMAX-Exchange/disruptor src/docs/asciidoc/en/disruptor.adoc "Latency Performance
+    Testing")."""
+
+    kind: Literal["inject"]
+    arrival: Literal["poisson", "constant"] = "constant"
+    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] = Field(
+        default=1e6, description="events per second (1e6: one every microsecond)")
+    connections: Count = Field(default=1, description='events spread over this many sources')
 
 
 class ConnectionsCfg(KeepAlive):
@@ -302,6 +317,10 @@ def _rate(workload) -> float | None:
 register_workload(WorkloadKind(
     "open", OpenLoopCfg, OpenLoop, load_field="rate_per_s", offered_rate=_rate,
     needs_rate=True, description="requests at a set rate, or from a trace, over connections"))
+register_workload(WorkloadKind(
+    "inject", InjectCfg, OpenLoop, load_field="rate_per_s", offered_rate=_rate,
+    sockets=lambda _wl: False,
+    description="events handed over in memory at a set rate, no sockets (LMAX's tests)"))
 register_workload(WorkloadKind(
     "connections", ConnectionsCfg, OpenLoop, load_field="rate_per_s", offered_rate=_rate,
     description="many connections, each with its own Poisson stream"))

@@ -255,6 +255,8 @@ def counters_now(kernel) -> dict:
                 tot[i] += ctr[i]
             if t.seg_t1 > now:
                 _take_off_unfinished(kernel, tot, t, now)
+            if t.spin_st is not None:
+                _add_spinning(kernel, tot, t, now)
             cs += t.cs
             mig += t.migrations
             fw += t.futex_wakes
@@ -271,8 +273,27 @@ def counters_now(kernel) -> dict:
         t = c.current       # busy time is credited per chunk at its start: take
         if t is not None and t.seg_t1 > now:   # off the part still to come
             b -= t.seg_t1 - max(now, t.seg_t0)
+        if t is not None and t.spin_st is not None:
+            b += kernel.spin_elapsed(t, now)
         busy.append(b)
     return {"processes": procs, "cpu_busy_s": busy}
+
+
+def _add_spinning(kernel, tot: list, t, now: float) -> None:
+    """Add the part of ``t``'s spin in progress not yet credited (simcore.kernel.spin
+    credits a spin when it ends)."""
+    d = kernel.spin_elapsed(t, now)
+    if d <= 0.0:
+        return
+    tot[K_TASK] += d
+    if t.spin_st.yielding:
+        tot[K_SYS] += d
+    if kernel.ideal_spi:
+        tot[K_INS] += d / kernel.ideal_spi
+        return
+    cyc = d * kernel.machine.current_ghz(t.cpu.id, now) * 1e9
+    tot[K_CYC] += cyc
+    tot[K_INS] += cyc * t.spin_st.ipc
 
 
 def _take_off_unfinished(kernel, tot: list, t, now: float) -> None:

@@ -5,6 +5,7 @@ other parts are mixed in from their own modules:
   placement.Placement     wake-ups, CPU selection (CFS), idle balancing
   timeslices.TimeSlices   chunks of long segments, time slices, preemption
   fluid.FluidRates        re-rating a segment whose CPU's rates change
+  spin.Spinning           spin waits on a cache line (Thread.spin)
 
 Strategies never call these: they use the thread API (simcore.kernel.threads)
 and ``Kernel.spawn``, ``Kernel.process`` and ``Kernel.wake``.
@@ -21,6 +22,7 @@ from warmcore.simcore.kernel.fastpath import clock, drive, fast_timeout, trigger
 from warmcore.simcore.kernel.fluid import FluidRates
 from warmcore.simcore.kernel.placement import Placement
 from warmcore.simcore.kernel.records import DEAD, RUNNING, Cpu, Process, TraceBuffer
+from warmcore.simcore.kernel.spin import Spinning
 from warmcore.simcore.kernel.sync import Semaphore
 from warmcore.simcore.kernel.threads import Thread
 from warmcore.simcore.kernel.timeslices import TimeSlices
@@ -31,7 +33,7 @@ SCHED_MIGRATION_COST_S = 500e-6  # sysctl_sched_migration_cost
 SCHED_WAKEUP_GRANULARITY_S = 1e-3  # sysctl_sched_wakeup_granularity
 
 
-class Kernel(Placement, TimeSlices, FluidRates):
+class Kernel(Placement, TimeSlices, FluidRates, Spinning):
     """Per-CPU run queues, placement, wake-ups, time slices and counters."""
 
     def __init__(self, env, machine, trace_limit: int = 0, wakeup_preemption: bool = False):

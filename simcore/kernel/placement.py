@@ -96,6 +96,8 @@ class Placement:
                 cpu.rq.append(t)
             self.n_queued += 1
             self.runqueue_max = max(self.runqueue_max, len(cpu.rq))
+            if cpu.current.spin_st is not None:
+                self._spin_queued_behind(cpu)     # a spinner sees it (simcore.kernel.spin)
         return True
 
     def _wakeup_preempts(self, t: Thread, cpu: Cpu) -> bool:

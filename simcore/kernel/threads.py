@@ -7,6 +7,7 @@ They talk to the kernel through these calls, each returning one event to yield:
     yield thread.park(timeout=None)      # sleep until kernel.wake(thread)
     yield thread.block(seconds)          # leave the CPU for a blocking wait
     yield thread.yield_cpu()             # sched_yield: let a queued thread run first
+    yield thread.spin(line, ipc, yielding)  # read a line in a loop until it is written
     yield from thread.take_permit(sem)   # a Semaphore's permit, parking while none
     thread.give_permit(sem)              # release it, waking a waiter
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from simpy.events import Event
 
-from warmcore.simcore.kernel import accounting, sync
+from warmcore.simcore.kernel import accounting, spin, sync
 from warmcore.simcore.kernel.accounting import CTR_FIELDS
 from warmcore.simcore.kernel.fastpath import new_event
 from warmcore.simcore.kernel.records import BLOCKED, PARKED, RUNNABLE
@@ -72,6 +73,8 @@ class Thread:
         "migrations", "futex_wakes", "seg_t0", "seg_t1", "seg_cost", "seg_sys",
         # fluid rates (simcore.kernel.fluid)
         "fl",
+        # the spin wait in progress (simcore.kernel.spin), or None
+        "spin_st",
     )
 
     def __init__(self, kernel, tid: int, name: str, process, allowed: tuple[int, ...]):
@@ -112,6 +115,7 @@ class Thread:
         self.futex_queued = False
         self.wake_pending = False
         self.fl = FluidState()
+        self.spin_st = None
 
     # -- work on the CPU it holds ------------------------------------------------------
 
@@ -119,6 +123,7 @@ class Thread:
     run_program = sync.run_program          # run(program, req) goes here
     take_permit = sync.take_permit          # yield from take_permit(sem)
     give_permit = sync.give_permit
+    spin = spin.spin                        # yield t.spin(line): simcore.kernel.spin
 
     def charge_kernel(self, seconds: float) -> None:
         """Charge ``seconds`` of kernel work (a syscall, a futex operation, a context
