@@ -5,8 +5,16 @@ The textbook multi-server queue: requests reach a shared queue at no CPU cost
 each worker takes the oldest, parses and handles it, and sleeps on a futex
 when the queue is empty. On the ideal machine with one worker per CPU this is
 exactly an M/M/c (or G/G/c) queue, which is what the engine's theory tests use.
-Idle workers are woken most-recently-parked first (LIFO), which keeps the
-warmest thread busy, as glibc/Java condition waits tend to.
+Idle workers are woken longest-parked first (FIFO), as every wait queue this
+models does: a blocking accept() on a shared socket (inet_csk_wait_for_connect
+queues exclusive waiters at the tail, prepare_to_wait_exclusive, and a wake-up
+takes the first: __wake_up_common; Cloudflare, "Why does one NGINX worker take
+all the load?", 2017: blocking accept round-robins, only epoll is LIFO),
+FUTEX_WAKE (kernel/futex/waitwake.c futex_wake walks the bucket's plist, FIFO
+among equal priorities) and AQS's Condition.signal (ConditionObject.doSignal:
+the first waiter). LIFO wake-ups that keep the warmest thread busy belong to
+the pools whose real class is a stack: Jetty's ReservedThreadExecutor,
+ForkJoinPool's idle workers, Tokio's and Go's parked workers.
 
 ``queue_capacity`` bounds the waiting room: an arrival that finds every worker busy
 and that many requests waiting is refused (``ctx.reject``), as a
@@ -41,7 +49,7 @@ class SharedQueue(Strategy):
 
     def start(self) -> None:
         self.queue: deque = deque()
-        self.idle: list = []
+        self.idle: deque = deque()      # parked workers, longest waiting first
         self.capacity = self.p.queue_capacity
         self.woken = 0          # workers woken for a queued request, not yet running
         if self.capacity is not None:
@@ -56,7 +64,7 @@ class SharedQueue(Strategy):
     def on_arrival(self, conn) -> None:
         self.queue.append(conn.take())
         if self.idle:
-            self.kernel.wake(self.idle.pop())
+            self.kernel.wake(self.idle.popleft())
 
     def _on_arrival_bounded(self, conn) -> None:
         """on_arrival with a bounded waiting room: the queue holds the requests handed
@@ -68,7 +76,7 @@ class SharedQueue(Strategy):
         self.queue.append(req)
         if self.idle:
             self.woken += 1
-            self.kernel.wake(self.idle.pop())
+            self.kernel.wake(self.idle.popleft())
 
     def arrival_wakes(self) -> bool:
         return bool(self.idle)
