@@ -20,7 +20,7 @@ cdef class HardwareMachine:
     cdef double[::1] _parts
     cdef bint _dyn_clock
     cdef list _siblings
-    cdef double _fixed_ghz, _nominal_ghz, _ipc, _l2_cyc, _llc_cyc, _inv_mlp, _dram_ns, _lpi, _ns_llc
+    cdef double _fixed_ghz, _nominal_ghz, _stream_ahead, _stream_trigger, _inv_page_lines, _ipc, _l2_cyc, _llc_cyc, _inv_mlp, _dram_ns, _lpi, _ns_llc
     cdef double _ctx_s, _futex_s, _wake_busy_s, _wake_idle_s, _wake_shallow_s, _deep_after_s
     cdef bint _dvfs, _smt, _kernel_smt, _caches, _coh, _has_l2, _membus_on, _contention
     cdef list _speed, _busy, _core_busy
@@ -37,7 +37,9 @@ cdef class HardwareMachine:
                    inv_mlp=double, n_ops=double, h=Hierarchy, spacing=double, stall=double,
                    transfers=double, t_ns=double, dur=double, cycles=double, wait=double,
                    lines=double, d0=double, d1=double, sock=Py_ssize_t, b=Py_ssize_t,
-                   pa="double[::1]", bus=FluidBus)
+                   pa="double[::1]", bus=FluidBus, dram_s=double, overlap=double,
+                   hit_s=double, demand=double, streamed=double, ahead_s=double,
+                   core_s=double)
     cpdef tuple execute(self, Py_ssize_t cpu, seg, thread_key, double now)
 
     @cython.locals(cyc0=double, rcyc=double, dram_s=double, coher_s=double, stall=double,

@@ -38,6 +38,22 @@ Cost of one segment on ``cpu`` at ``now`` (``execute``), fields of simcore.work.
 * duration_s = compute_s + reload_s + coherence_s + contention_s;
   cycles = compute cycles + stall time * f (perf counts stall cycles).
 
+Streams (issue 35 item 1): a core's demand misses in flight are its workload's
+``mlp``, at most the L1D's ``fill_buffers`` (Intel 64 and IA-32 Architectures
+Optimization Reference Manual, Sandy Bridge "L1 DCache": 10 fill buffers). With
+``stream_ahead_lines`` > 0 the L2 streamer is modeled (the same manual, Sandy
+Bridge "Data Prefetching": it detects ascending or descending accesses within a
+4 KiB page and "can run up to 20 lines ahead of the load request"): of a
+segment's DRAM lines, ``stream_trigger_lines`` per 4 KiB page are demand misses
+(the stream is detected after them; it does not cross the page), the rest come
+``stream_ahead_lines`` at a time, in the background of the core's work: they
+stall it only for the part of their time, streamed x dram_ns / ahead, beyond
+the segment's other time (compute, cache hits, demand misses, coherence). The
+memory bus's M/D/1 wait per line is overlapped the same way. So one core's
+demand can reach the bus (Little's law: ahead x 64 B / latency) and a few
+streaming cores fill it (Williams, Waterman, Patterson, "Roofline", CACM 2009;
+McCalpin, STREAM).
+
 Counters (what ``perf stat`` would show; only with caches on, else 0):
 
 * l1d_loads = max(instructions * loads_per_instruction, data lines touched):
@@ -76,6 +92,7 @@ first, then the SMT siblings; cpu N's sibling is cpu N + cores).
 
 from __future__ import annotations
 
+import math
 from array import array
 
 from warmcore.models.cache import CacheState, Hierarchy
@@ -240,7 +257,12 @@ class HardwareMachine:
                           if self._caches else None)
         self._l2_cyc = max(0.0, p.l2_lat_cyc - p.l1_lat_cyc)
         self._llc_cyc = max(0.0, p.llc_lat_cyc - p.l1_lat_cyc)
-        self._inv_mlp = 1.0 / max(1e-9, p.mlp)
+        # demand misses in flight: the workload's MLP, at most the L1D's fill buffers
+        self._inv_mlp = 1.0 / max(1e-9, min(p.mlp, extra.fill_buffers))
+        # the L2 streamer (module docstring "Streams"); 0: none modeled
+        self._stream_ahead = extra.stream_ahead_lines
+        self._stream_trigger = extra.stream_trigger_lines
+        self._inv_page_lines = p.line_bytes / 4096.0
         self._dram_ns = p.dram_ns
         self._lpi = extra.loads_per_instruction
 
@@ -319,10 +341,10 @@ class HardwareMachine:
             k = self._core_busy[self.cpu_core[cpu]] + (0 if self._busy[cpu] else 1)
             cyc = cyc / self._speed[k if k < len(self._speed) else -1]
         compute_s = cyc * s_per_cyc
-        reload_s = coher_s = contend_s = 0.0
+        reload_s = coher_s = contend_s = dram_s = 0.0
         l1l = l1m = llcl = llcm = 0.0
         dram = l2_hits = llc_hits = 0.0
-        inv_mlp = self._inv_mlp
+        inv_mlp = overlap = self._inv_mlp
 
         footprint = seg.footprint
         if footprint and self._caches:
@@ -337,11 +359,28 @@ class HardwareMachine:
             llcl = h.llc_loads
             llcm = h.llc_misses
             inv_mlp = self._inv_mlp
-            reload_s = ((l2_hits * self._l2_cyc + llc_hits * self._llc_cyc) * s_per_cyc
-                        + dram * self._dram_ns * 1e-9) * inv_mlp
             if c2c_ns:
                 coher_s = c2c_ns * 1e-9 * inv_mlp
                 self.c2c_ns += c2c_ns
+            if self._stream_ahead > 0.0 and dram > 0.0:
+                # the L2 streamer (module docstring "Streams"): the first lines of each
+                # page are demand misses, the rest arrive ahead of the core
+                hit_s = (l2_hits * self._l2_cyc + llc_hits * self._llc_cyc) * s_per_cyc * inv_mlp
+                demand = self._stream_trigger * math.ceil(dram * self._inv_page_lines)
+                if demand > dram:
+                    demand = dram
+                streamed = dram - demand
+                dram_s = demand * self._dram_ns * 1e-9 * inv_mlp
+                ahead_s = streamed * self._dram_ns * 1e-9 / self._stream_ahead
+                core_s = compute_s + hit_s + dram_s + coher_s
+                if ahead_s > core_s:              # the stream outruns the core's work
+                    dram_s += ahead_s - core_s
+                reload_s = hit_s + dram_s
+                overlap = (demand * inv_mlp + streamed / self._stream_ahead) / dram
+            else:
+                reload_s = ((l2_hits * self._l2_cyc + llc_hits * self._llc_cyc) * s_per_cyc
+                            + dram * self._dram_ns * 1e-9) * inv_mlp
+                dram_s = dram * self._dram_ns * 1e-9 * inv_mlp
             if dram > 0.0:
                 self.dram_lines += dram
             l1l = ins * self._lpi
@@ -370,7 +409,7 @@ class HardwareMachine:
             d0 = compute_s + reload_s + coher_s + contend_s
             bus = self.bus
             sock = self.cpu_socket[cpu]
-            wait = bus.start(sock, cpu, dram, d0, now)
+            wait = bus.start(sock, cpu, dram, d0, now, overlap)
             d1 = d0 + wait
             contend_s += wait + (bus.duration(sock, cpu, d1) - d1)
         if self.fluid:
@@ -378,7 +417,7 @@ class HardwareMachine:
             b = cpu * NPARTS
             pa[b] = ins / self._ipc
             pa[b + 1] = (l2_hits * self._l2_cyc + llc_hits * self._llc_cyc) * inv_mlp
-            pa[b + 2] = dram * self._dram_ns * 1e-9 * inv_mlp
+            pa[b + 2] = dram_s
             pa[b + 3] = coher_s
             pa[b + 4] = stall
             pa[b + 5] = wait

@@ -36,7 +36,8 @@ cdef class FluidBus:
     cpdef _left(self, Py_ssize_t s, list f, double t, Py_ssize_t cpu)
 
     @cython.locals(rho=double, wait=double, flows=dict, f=list, dd=double, lam=double)
-    cpdef double start(self, Py_ssize_t s, Py_ssize_t cpu, double lines, double d, double now)
+    cpdef double start(self, Py_ssize_t s, Py_ssize_t cpu, double lines, double d, double now,
+                       double overlap=*)
 
     @cython.locals(f=list, lam=double)
     cpdef pace(self, Py_ssize_t s, Py_ssize_t cpu, double d, double now)

@@ -252,16 +252,20 @@ class FluidBus:
             self.rate[s] -= f[2] * self.s_per_line
 
     # -- flows -----------------------------------------------------------------------
-    def start(self, s: int, cpu: int, lines: float, d: float, now: float) -> float:
+    def start(self, s: int, cpu: int, lines: float, d: float, now: float,
+              overlap: float = -1.0) -> float:
         """A segment of ``cpu`` starts ``lines`` fills over ``d`` s at its own pace.
-        Returns its M/D/1 wait (s, overlapped by the MLP), computed before it joins
-        the bus; it is registered to end at ``now`` + its duration at its share
-        (``set_end`` moves that)."""
+        Returns its M/D/1 wait (s, overlapped by the MLP, or by ``overlap`` per line
+        when given: the core's mean inverse concurrency over its fills, lower for
+        streamed lines), computed before it joins the bus; it is registered to end
+        at ``now`` + its duration at its share (``set_end`` moves that)."""
         self.advance(s, now)
         rho = self.util[s]
         if rho > self.rho_cap:
             rho = self.rho_cap
-        wait = lines * md1_wait(rho, self.service_ns) * 1e-9 * self.inv_mlp
+        if overlap < 0.0:
+            overlap = self.inv_mlp
+        wait = lines * md1_wait(rho, self.service_ns) * 1e-9 * overlap
         self.lines_total[s] += lines
         flows = self.flows[s]
         old = flows.pop(cpu, None)

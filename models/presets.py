@@ -45,6 +45,18 @@ class PresetExtra(BaseModel):
         "intel_idle C1/C1E exit latency, added to wake_latency_busy_us"))
     cstate_deep_after_us: float = Field(default=600.0, ge=0, description=(
         "intel_idle C6 target residency on Skylake: idle longer, the deep exit applies"))
+    fill_buffers: int = Field(default=10, gt=0, description=(
+        "L1D fill buffers: demand misses a core keeps in flight, the cap on mlp (Intel "
+        "64 and IA-32 Architectures Optimization Reference Manual, Sandy Bridge L1 "
+        "DCache: 10; models.hardware 'Streams')"))
+    stream_ahead_lines: float = Field(default=0.0, ge=0, description=(
+        "lines the L2 streamer keeps in flight ahead of a sequential walk (Intel "
+        "optimization manual, Sandy Bridge Data Prefetching: 'up to 20 lines ahead of "
+        "the load request'); 0: no prefetcher modeled (models.hardware 'Streams')"))
+    stream_trigger_lines: float = Field(default=2.0, ge=0, description=(
+        "demand misses per 4 KiB page before the streamer has the stream (it tracks "
+        "one forward and one backward stream per page and does not cross it; an "
+        "assumption of two misses to see a direction)"))
     kernel_smt_share: bool = Field(default=False, description=(
         "kernel work shares the core with busy SMT siblings as user work does (Intel "
         "optimization manual, Hyper-Threading: the logical processors share the "
@@ -308,6 +320,9 @@ I7_3770 = Preset(
     ctx_switch_us=2.0, futex_wake_us=1.2, wake_latency_idle_us=40.0, wake_latency_busy_us=4.0,
     static_w_per_core=2.0, package_static_w=8.0, dyn_w_per_core_max=18.0,
     v_min=0.85, v_max=1.2, tdp_w=77.0,
+    # the L2 streamer: Intel optimization manual, Sandy Bridge (Ivy Bridge the same)
+    # "Data Prefetching": up to 20 lines ahead of the load request (models.hardware)
+    extra=PresetExtra(stream_ahead_lines=20.0),
 )
 
 I7_920 = Preset(

@@ -675,6 +675,8 @@ SAME_NUMBERS = {
     "producer.threads": "the pipeline scenario has no producer process",
     "consumer.threads": "the pipeline scenario has no consumer process",
     "strategy.params.max_threads": "the pool never grows to 200 threads",
+    "machine.overrides.extra.fill_buffers": "a cap on the demand MLP, 1.75 on the "
+                                            "i7-3770, far below 10 or 11 fill buffers",
     "strategy.params.selectors": "pc on the one connection runs on its selector's thread; "
                                  "another selector waits in epoll_wait for connections "
                                  "it does not have",

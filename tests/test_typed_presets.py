@@ -56,7 +56,9 @@ def test_presets_are_frozen_and_strict():
         with_overrides(p, cores_per_socket="4")      # no silent str -> int
     with pytest.raises(warmcore.ConfigError, match="turbo: should be true or false"):
         with_overrides(p, turbo="yes")
-    assert with_overrides(p, extra={"l1i_ways": 4}).extra == PresetExtra(l1i_ways=4)
+    # one extra field overridden, the preset's others kept (the i7-3770's streamer)
+    assert with_overrides(p, extra={"l1i_ways": 4}).extra == PresetExtra(
+        l1i_ways=4, stream_ahead_lines=20.0)
 
 
 def test_preset_and_governor_parameters_carry_their_ranges():

@@ -157,3 +157,92 @@ def test_the_streams_loopback_tcp_charges_every_end_and_batches_the_consumers_re
     shared, stream = _contended({**one_cpu, "workload.tcp": "true"})
     consumed = shared["arrived"] - shared["in_flight_at_end"]
     assert 0 < stream.consumer_reads < 0.5 * consumed, (stream.consumer_reads, consumed)
+
+
+def _placed_on(sync: bool, busy: tuple[int, ...], preset: str = "core2-quad",
+               waker_cpu: int = 0, prev_cpu: int = 2) -> int:
+    """On ``preset`` (all effects off: placement only), a sleeper last ran on
+    ``prev_cpu``; hogs keep the CPUs ``busy`` running; the waker alone on
+    ``waker_cpu`` wakes it, by a loopback socket's softirq (``sync``) or a futex
+    wake. Returns the CPU the sleeper runs or queues on."""
+    from warmcore.models.hardware import HardwareMachine
+    from warmcore.simcore.machine import EFFECTS
+
+    env = simpy.Environment()
+    m = HardwareMachine(preset, effects=dict.fromkeys(EFFECTS, False))
+    k = Kernel(env, m)
+    m.bind(env, None)
+    p = k.process("p")
+    where = []
+
+    def waker(t):
+        yield t.run(seg(100))
+        if sync:
+            k.deliver_from(t, lambda: k.wake(s))
+        else:
+            k.wake(s, t)
+        where.append(s.cpu.id if s.cpu is not None
+                     else next(c.id for c in k.cpus if s in c.rq))
+        yield t.run(seg(10))
+
+    def sleeper(t):
+        yield t.run(seg(1))
+        yield t.park()
+        yield t.run(seg(1))
+
+    def hog(t):
+        yield t.run(seg(1000))
+
+    s = k.spawn(p, "sleeper", sleeper, cpus=[prev_cpu])
+    env.run(until=5 * US)
+    s.allowed = tuple(range(m.n_cpus))             # free to move from now on
+    s.allowed_set = frozenset(s.allowed)
+    for c in busy:
+        k.spawn(p, f"hog{c}", hog, cpus=[c])
+    k.spawn(p, "waker", waker, cpus=[waker_cpu])
+    env.run()
+    return where[0]
+
+
+def test_a_sync_wake_up_takes_an_idle_cpu_in_the_wakers_llc_not_its_old_one():
+    """core2-quad: LLCs {0, 1} and {2, 3}. The sleeper last ran on CPU 2 (idle); the
+    waker, alone on CPU 0, wakes it through a socket (sync). wake_affine_idle: sync
+    and nr_running == 1 -> target CPU 0; select_idle_sibling(prev 2, target 0):
+    CPU 0 is busy, CPU 2 does not share its cache, CPU 1 in its LLC is idle -> 1.
+    (Before issue 35 the idle previous CPU 2 was kept.)"""
+    assert _placed_on(sync=True, busy=()) == 1
+
+
+def test_a_wake_up_finding_its_targets_llc_busy_queues_there():
+    """As above with CPU 1 busy: the target's LLC has no idle CPU, so the sleeper
+    queues on the sync waker's CPU 0 (which is about to sleep), although CPUs 2 and
+    3 in the other LLC are idle: select_idle_sibling does not look outside the
+    target's LLC (before issue 35: any idle CPU anywhere, here CPU 2)."""
+    assert _placed_on(sync=True, busy=(1,)) == 0
+
+
+def test_a_futex_wake_keeps_an_idle_previous_cpu_in_another_llc():
+    """Not sync: wake_affine_idle returns the idle previous CPU (2), as before."""
+    assert _placed_on(sync=False, busy=()) == 2
+
+
+def test_wake_affine_weight_moves_a_wakee_whose_old_cpu_is_loaded():
+    """Not sync, CPU 2 running one hog with another queued: wake_affine_weight,
+    this CPU 0 with the wakee (1 + 1) x 100 = 200 against CPU 2's 2 x 108 = 216 ->
+    target CPU 0; select_idle_sibling finds CPU 1 idle in its LLC. With one hog on
+    CPU 2 (108 < 200) the previous CPU is the target and CPU 3, idle in its LLC,
+    is taken."""
+    assert _placed_on(sync=False, busy=(2, 2)) == 1
+    assert _placed_on(sync=False, busy=(2,)) == 3
+
+
+@pytest.mark.parametrize("preset, waker, prev, expect", [
+    ("epyc-zen3", 0, 8, 1),       # CCX 0 = CPUs 0-7 (+ 32-39), CCX 1 = 8-15
+    ("server-2015", 0, 12, 1),    # socket 0 = CPUs 0-11 (+ 24-35), socket 1 = 12-23
+])
+def test_sync_wake_ups_stay_in_the_wakers_llc_on_multi_llc_presets(preset, waker, prev,
+                                                                   expect):
+    """The same rule on a Zen 3 CCX and across sockets: the idle CPU next to the
+    sync waker (a whole idle core first), not the idle previous CPU in another LLC."""
+    assert _placed_on(sync=True, busy=(), preset=preset, waker_cpu=waker,
+                      prev_cpu=prev) == expect

@@ -1,11 +1,12 @@
 """Wake-ups and placement: which CPU a woken thread runs on, as Linux CFS chooses it
 (kernel/sched/fair.c), and the idle balancing that pulls queued threads.
 
-  * select_task_rq_fair/select_idle_sibling: the previous CPU if it is idle,
-    else an idle CPU sharing its LLC (a whole idle core first), else any idle
-    allowed CPU (standing in for the idle balancer), else the shortest queue;
-    a sync wake-up (a loopback socket's receive softirq) targets the waker's CPU
-    when the waker is alone there (wake_affine_idle);
+  * select_task_rq_fair: ``wake_affine`` chooses the target between the waker's
+    CPU and the previous one (``wake_affine_idle``: an idle previous CPU, or the
+    waker's CPU for a sync waker alone there; then ``wake_affine_weight``), and
+    ``select_idle_sibling`` searches the target's LLC only (the target, an idle
+    previous CPU in that LLC, a whole idle core, an idle CPU); with no idle CPU
+    there, the shortest queue (the periodic balancer's stand-in);
   * optional CFS wake-up preemption (``place_entity``, ``check_preempt_wakeup``);
   * newidle balance: a CPU going idle pulls a queued thread from another CPU
     unless the thread is cache hot (ran within sched_migration_cost, 500 us).
@@ -149,38 +150,23 @@ class Placement:
             self.wake(t)
 
     def _select_cpu(self, t: Thread, waker_cpu: Cpu | None, sync: bool = False) -> Cpu:
+        """select_task_rq_fair for a wake-up (kernel/sched/fair.c): ``wake_affine``
+        picks the target between the waker's CPU and the previous one, then
+        ``select_idle_sibling`` looks for an idle CPU in the target's LLC only. With
+        none idle there, the shortest queue among the allowed CPUs (standing in for
+        the periodic balancer, not simulated) and, if some CPU is idle elsewhere, a
+        nohz idle-balance kick at the next tick (``_kick_idle_balance``)."""
         cpus = self.cpus
-        prev = t.last_cpu
         allowed = t.allowed_set
-        if prev is not None and prev.current is None and prev.id in allowed:
-            return prev
-        # wake_affine_idle: a sync waker alone on its CPU is about to sleep; its CPU is
-        # the target (an idle CPU in its LLC is still preferred, select_idle_sibling)
-        affine = (sync and waker_cpu is not None and not waker_cpu.rq
-                  and waker_cpu.id in allowed)
-        if affine:
-            target = waker_cpu
-        elif prev is not None and prev.id in allowed:
-            target = prev
-        elif waker_cpu is not None and waker_cpu.id in allowed:
-            target = waker_cpu
-        else:
-            target = cpus[t.allowed[0]]
+        prev = t.last_cpu
+        if prev is not None and prev.id not in allowed:
+            prev = None
+        target = self._wake_affine(t, waker_cpu, prev, sync)
         if self.n_idle:
-            idle_cpu = None
-            for cid in self.llc_cpus[target.llc]:
-                c = cpus[cid]
-                if c.current is None and cid in allowed:
-                    if all(cpus[s].current is None for s in self.core_cpus[c.core]):
-                        return c         # a whole idle core (select_idle_core)
-                    if idle_cpu is None:
-                        idle_cpu = c
-            if idle_cpu is not None:
-                return idle_cpu
-            for cid in t.allowed:        # idle CPU elsewhere: the idle balancer would pull
-                if cpus[cid].current is None:
-                    return cpus[cid]
-        if affine:
+            found = self._select_idle_sibling(t, prev, target)
+            if found is not None:
+                return found
+        if sync and target is waker_cpu:
             return target
         best = target
         for cid in t.allowed:
@@ -189,6 +175,55 @@ class Placement:
                 best = c
         return best
 
+    def _wake_affine(self, t: Thread, this: Cpu | None, prev: Cpu | None, sync: bool) -> Cpu:
+        """The target CPU of a wake-up (``wake_affine``: ``wake_affine_idle`` then
+        ``wake_affine_weight``, kernel/sched/fair.c). ``this`` is the waker's CPU
+        (None for a timer or an I/O completion: the previous CPU is the target). A
+        new thread (no previous CPU) starts from the waker's CPU or its first
+        allowed one."""
+        allowed = t.allowed_set
+        if this is not None and this.id not in allowed:
+            this = None
+        if prev is None:
+            return this if this is not None else self.cpus[t.allowed[0]]
+        if this is None or this is prev:
+            return prev
+        # wake_affine_idle: an idle waker CPU (an interrupt) only pulls within a cache
+        if this.current is None and this.llc == prev.llc:
+            return prev if prev.current is None else this
+        # a sync waker alone on its CPU is about to sleep: the wakee gets its CPU
+        if sync and not this.rq:
+            return this
+        if prev.current is None:
+            return prev
+        # wake_affine_weight with each CPU's load as its runnable threads (a busy
+        # thread's PELT load is about one): this CPU, less the sync waker, plus the
+        # wakee, against the previous one with WA_BIAS's imbalance_pct / 2 (117 ->
+        # 108%) in its favour
+        n_this = (this.current is not None) + len(this.rq) - (1 if sync else 0) + 1
+        n_prev = (prev.current is not None) + len(prev.rq)
+        return this if n_this * 100 < n_prev * 108 + (1 if sync else 0) else prev
+
+    def _select_idle_sibling(self, t: Thread, prev: Cpu | None, target: Cpu) -> Cpu | None:
+        """``select_idle_sibling``: the target if idle; the previous CPU if idle and
+        sharing the target's LLC; else an idle CPU of the target's LLC, a whole
+        idle core first (``select_idle_core``, ``select_idle_cpu``). None if the
+        target's LLC has no idle CPU the thread may use."""
+        cpus = self.cpus
+        allowed = t.allowed_set
+        if target.current is None:
+            return target
+        if prev is not None and prev.current is None and prev.llc == target.llc:
+            return prev
+        idle_cpu = None
+        for cid in self.llc_cpus[target.llc]:
+            c = cpus[cid]
+            if c.current is None and cid in allowed:
+                if all(cpus[s].current is None for s in self.core_cpus[c.core]):
+                    return c         # a whole idle core (select_idle_core)
+                if idle_cpu is None:
+                    idle_cpu = c
+        return idle_cpu
 
     def _pull_for(self, cpu: Cpu) -> Thread | None:
         """newidle balance: take a queued thread that may run here and is not cache hot
