@@ -700,7 +700,10 @@ SAME_NUMBERS = {
                                                      "so no handover has a waiter",
     "machine.overrides.extra.futex_wake_lines": ONE_THREAD + ": no thread wakes another",
     "machine.overrides.wake_latency_idle_us": ONE_THREAD + ": the busy core never idles",
-    "machine.overrides.extra.cstate_deep_after_us": ONE_THREAD + ": no core sleeps",
+    "machine.overrides.extra.freq_invariance": TOP_CLOCK + "; only schedutil reads PELT",
+    "machine.overrides.extra.package_c6_power_fraction": ONE_THREAD + ": its core never "
+                                                         "idles, so the package never "
+                                                         "reaches package C6",
     "machine.overrides.extra.epoll_ctl_us": "Jetty's selectors change no interest (no "
                                             "epoll_ctl; Tomcat's poller does)",
     "machine.overrides.extra.poll_fd_us": "no Jetty thread calls poll (Tomcat BIO does)",
