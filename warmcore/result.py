@@ -137,9 +137,9 @@ class Result(_Part):
     timed_out: Count = Field(default=0, description="requests whose client stopped waiting in the "
                                          "window (workload.timeout_us); the server may "
                                          "still have finished them")
-    goodput_rps: Num = Field(default=None, description="responses that reached a client still waiting, "
-                                         "per second of the window (throughput_rps when no "
-                                         "client times out)")
+    goodput_rps: Num = Field(default=None, description=(
+        "responses that reached a client still waiting, per second of the window "
+        "(throughput_rps when no client times out)"))
     rejected_rate: Num = Field(default=None, description="rejected / arrived")
     timed_out_rate: Num = Field(default=None, description="timed_out / arrived")
     in_flight_at_end: Count
