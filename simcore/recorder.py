@@ -162,6 +162,19 @@ class Recorder:
         self.t_last = now
         self.in_system = n - 1
         self.rejected += 1
+        # A refusal ends its request as a completion does: run.requests (and the
+        # warm-up's share of it) counts both, so a run that refuses everything still
+        # ends. (The limit is lowered, not the completions' count raised: complete()'s
+        # test stays as it was.)
+        if self.measuring:
+            if self.measure_requests:
+                self.measure_requests -= 1
+                if self.measured >= self.measure_requests and not self.stopped:
+                    self._stop("request limit")
+        elif self.warmup_s is None:
+            self.warmup_requests -= 1
+            if self.completed_warmup >= self.warmup_requests:
+                self._start_measuring()
         if self.source_exhausted and n == 1 and not self.stopped:
             self._stop("workload finished")
 

@@ -48,9 +48,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from warmcore.strategies.base import register
+from warmcore.simcore.config import ConfigError
 from warmcore.strategies.jetty_pool import JettyParams, JettyServer
 
 
@@ -60,6 +61,16 @@ class MilestoneParams(JettyParams):
     input_buffer_bytes: int = Field(default=8192, gt=0, description=(
         "HttpConnection request buffer: AbstractConnectionFactory._inputbufferSize "
         "(8192 at jetty-9.0.0.M3); one fill reads up to this many bytes"))
+
+    @model_validator(mode="after")
+    def _unbounded_queue(self):
+        # A refused _channelRunner would leave its connection dispatched for ever: the
+        # milestone's refusal path (its connection's close) is not modelled.
+        if self.queue_capacity is not None:
+            raise ConfigError("queue_capacity", "not modelled for jetty9-milestone (a "
+                                                "refused job would leave its connection "
+                                                "dispatched); leave it unbounded")
+        return self
 
 
 class ConnState:

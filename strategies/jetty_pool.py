@@ -69,6 +69,11 @@ class JettyParams(StrategyParams):
     queue_us: float = Field(default=0.1, ge=0, description='one queue offer/poll or hand-off')
     thread_start_us: float = Field(default=140.0, ge=0,
                                    description='kernel thread start (docs/design/STRATEGIES.md)')
+    queue_capacity: int | None = Field(default=None, ge=0, description=(
+        "jobs the QueuedThreadPool's queue holds (a bounded BlockingArrayQueue's "
+        "maxCapacity); a request dispatched to a full queue is refused "
+        "(RejectedExecutionException, its connection closed). None: unbounded, Jetty's "
+        "default (its BlockingArrayQueue grows without limit)"))
 
     @model_validator(mode="after")
     def _min_le_max(self):
@@ -194,7 +199,8 @@ class JettyServer(Strategy):
                               f"(Jetty's ThreadPoolBudget) (strategy {self.name})")
         self.pool = QueuedThreadPool(self, p.max_threads, p.min_threads, p.idle_timeout_s,
                                      p.queue_us, p.thread_start_us,
-                                     park_on_cpu=self.park_on_cpu)
+                                     park_on_cpu=self.park_on_cpu,
+                                     capacity=p.queue_capacity)
         if self.reserved_version is not None and cap > 0:
             self.rte = ReservedThreadExecutor(self, self.pool, cap, p.idle_timeout_s,
                                               p.queue_us)
@@ -226,8 +232,14 @@ class JettyServer(Strategy):
 
     def execute(self, t, body, req, for_req=None):
         """Executor.execute(job) from thread ``t``: queue (body, req), then pay the queue
-        operation, accounted to ``for_req`` (default ``req``: the request it is for)."""
-        yield from self.pool.offer(t, body, req, for_req)
+        operation, accounted to ``for_req`` (default ``req``: the request it is for).
+        A full bounded queue refuses the request: AdaptiveExecutionStrategy.execute (and
+        EatWhatYouKill's before it) catches the RejectedExecutionException and closes the
+        task, a Closeable, so the request is never answered (ctx.reject)."""
+        accepted = yield from self.pool.offer(t, body, req, for_req)
+        if not accepted:
+            self.holding -= 1
+            self.ctx.reject(req)
 
     def in_flight_here(self) -> int:
         """Requests the server holds: waiting in connections plus taken and not done."""

@@ -334,7 +334,7 @@ class QueuedThreadPool(WorkerPool):
 
     def __init__(self, server, max_threads: int, min_threads: int,
                  idle_timeout_s: float, queue_us: float, thread_start_us: float,
-                 name: str = "qtp", park_on_cpu: bool = False):
+                 name: str = "qtp", park_on_cpu: bool = False, capacity: int | None = None):
         super().__init__(server.kernel, server.ctx.server, name, thread_start_us)
         self.server = server
         self.env = server.env
@@ -347,6 +347,10 @@ class QueuedThreadPool(WorkerPool):
         self.n_exited = 0
         self.max_queue = 0
         self.executed = 0
+        # A bounded job queue (a BlockingArrayQueue with a maxCapacity, or any bounded
+        # BlockingQueue given to the constructor): None, unbounded as Jetty's default.
+        self.capacity = capacity
+        self.rejected = 0
         self.waits = server.waits
         # park_on_cpu: an idle thread's futex_wait runs on its CPU before it sleeps
         # (TimedWaits.wait's ``settle``); off, it is paid after its next wake-up.
@@ -375,12 +379,22 @@ class QueuedThreadPool(WorkerPool):
     def offer(self, t, body, req=None, for_req=None):
         """Generator: ``execute(job)`` on thread ``t``: count, ``_jobs.offer`` (the
         queue's locks, paid by ``t`` and accounted to ``for_req``), start a thread if
-        none is idle."""
+        none is idle. Returns False when a bounded queue is full and the request's job
+        is refused: ``execute`` throws RejectedExecutionException when ``_jobs.offer``
+        fails (QueuedThreadPool.java, 9.4 to 12; Jetty 10+ first undoes its ``_counts``
+        change, here not yet made). Every job passes through the queue, even to an idle
+        thread, so a capacity of 0 refuses every request dispatched. Only jobs that carry
+        a request are bounded here: a selector's production job or a reserved thread's
+        start is never refused."""
+        if req is not None and self.capacity is not None and len(self.jobs) >= self.capacity:
+            self.rejected += 1
+            return False
         start = self._count()
         yield from self.queue.offer(t, (body, req), req if for_req is None else for_req)
         self._queued()
         if start:
             self._start_thread()
+        return True
 
     def execute(self, body, req=None, waker=None) -> None:
         """``execute(job)`` outside a thread's segments (the pool's start, a reserved
@@ -516,7 +530,8 @@ class ThreadPoolExecutor(WorkerPool):
     """
 
     def __init__(self, strategy, name: str, core: int, maximum: int, run_task,
-                 lock_us: float, lock_line: str, tomcat_queue: bool, thread_start_us: float):
+                 lock_us: float, lock_line: str, tomcat_queue: bool, thread_start_us: float,
+                 capacity: int | None = None):
         super().__init__(strategy.kernel, strategy.ctx.server, name, thread_start_us)
         self.core = core
         self.maximum = maximum
@@ -526,6 +541,9 @@ class ThreadPoolExecutor(WorkerPool):
         self.pool_size = 0
         self.submitted = 0              # Tomcat's submittedCount: queued + running tasks
         self.workers: list = []
+        # A bounded LinkedBlockingQueue (capacity; None: Integer.MAX_VALUE, the default)
+        self.capacity = capacity
+        self.rejected = 0
 
     def prestart(self) -> None:
         """ThreadPoolExecutor.prestartAllCoreThreads (Tomcat's executor calls it)."""
@@ -533,18 +551,39 @@ class ThreadPoolExecutor(WorkerPool):
             self._add_worker(None)
 
     def execute(self, t, task):
+        """Generator; returns False if ``task`` is refused. A full bounded queue makes
+        ``offer`` fail; the pool then adds a worker if below its maximum
+        (``addWorker(command, false)``), else ``reject(command)``: the default
+        AbortPolicy throws RejectedExecutionException (ThreadPoolExecutor.execute;
+        Tomcat's executor first retries ``TaskQueue.force``, the same full queue)."""
         self.submitted += 1
         if self.pool_size < self.core or (
                 self.tomcat_queue and self.pool_size < self.maximum
                 and self.submitted > self.pool_size):
             self._add_worker(task)
-            return
+            return True
         yield t.run(self.lock)             # offer: lock, enqueue, unlock
         q = self.jobs
+        if self.capacity is not None and self._full(q):
+            self.submitted -= 1
+            if self.pool_size < self.maximum:
+                self.submitted += 1
+                self._add_worker(task)
+                return True
+            self.rejected += 1
+            return False
         was_empty = not q
         q.append(task)
         if was_empty:                      # signalNotEmpty
             self.signal_one(t)
+        return True
+
+    def _full(self, q) -> bool:
+        """Would ``offer`` fail? A LinkedBlockingQueue(capacity) holds ``capacity`` tasks;
+        at 0, a SynchronousQueue, it takes one only as a hand-off to a waiting worker."""
+        if self.capacity == 0:
+            return len(self.waiters) <= len(q)
+        return len(q) >= self.capacity
 
     def _add_worker(self, first) -> None:
         self.pool_size += 1

@@ -89,6 +89,11 @@ class Params(StrategyParams):
     thread_start_us: float = Field(default=140.0, ge=0, description=(
         'Starting a kernel thread (docs/design/STRATEGIES.md, Loom section: ~140 us).'
     ))
+    queue_capacity: int | None = Field(default=None, ge=0, description=(
+        "sockets the executor's TaskQueue holds (StandardThreadExecutor maxQueueSize, "
+        "default Integer.MAX_VALUE: None here, unbounded); one more with every worker "
+        "busy at maxThreads is refused (RejectedExecutionException) and NioEndpoint "
+        "closes the socket: the requests it holds are refused"))
 
 
 class _Poller:
@@ -116,7 +121,8 @@ class ThreadPool(Strategy):
         self.executor = ThreadPoolExecutor(
             self, "http-nio-exec", core=min(p.min_spare, workers), maximum=workers,
             run_task=self._process, lock_us=p.lock_us, lock_line="tpe-queue-lock",
-            tomcat_queue=True, thread_start_us=p.thread_start_us)
+            tomcat_queue=True, thread_start_us=p.thread_start_us,
+            capacity=p.queue_capacity)
         self.executor.prestart()
         self.pollers = []
         for i in range(p.pollers):
@@ -177,7 +183,19 @@ class ThreadPool(Strategy):
                 t.syscall("epoll_ctl")                  # unreg: clear OP_READ
                 if ctl is not None:
                     yield t.run(ctl)
-                yield from execute(t, conn)             # processSocket
+                if not (yield from execute(t, conn)):   # processSocket
+                    self._close(conn)
+
+    def _close(self, conn) -> None:
+        """processSocket caught the executor's RejectedExecutionException and returned
+        false: the poller closes the socket (NioEndpoint.Poller.processKey ->
+        cancelledKey), so every request it holds is refused; the client's next request
+        comes on a new connection, registered afresh."""
+        while (req := conn.take()) is not None:
+            self.ctx.reject(req)
+        conn.data = REGISTERED
+        if conn.inbox and not conn.busy:                # arrived while it was closing
+            self.on_arrival(conn)
 
     def _process(self, t, conn):
         """SocketProcessor: serve every request the socket holds, then re-register."""

@@ -603,11 +603,16 @@ def control_cases() -> list[tuple[str, str]]:
     cases, seen = [], set()
     for base in ["pipeline", *sorted(set(builtin_names()) - {"pipeline"}), "kind:closed"]:
         for path in generated_paths(base):
-            if path not in seen:
+            if path not in seen and BASE_FOR.get(path, base) == base:
                 seen.add(path)
                 cases.append((base, path))
     return cases
 
+
+# Controls exercised on another scenario than the first that draws them: a bounded
+# queue is refused for pipeline's saturating connections (they would re-send a
+# refused request at once, forever), so it is tried on mmc's open loop.
+BASE_FOR = {"strategy.params.queue_capacity": "mmc"}
 
 CONTROL_TYPES = ("int", "float", "bool", "choice", "list", "int+list")
 
@@ -615,6 +620,7 @@ CONTROL_TYPES = ("int", "float", "bool", "choice", "list", "int+list")
 # Values picked by hand where the rule below would pick an invalid value or one equal
 # to the effective default (an unset switch of a non-ideal machine is on).
 VALUES = {
+    "workload.mmpp_off_fraction": 0.5,            # 0 is the default, at most below 1
     "machine.threads_per_core": 1,                # 2 is the preset's
     "machine.turbo": True,                        # unset: the preset's (off)
     "machine.frequency_ghz": 2.0,                 # with the userspace governor (below)
@@ -662,7 +668,17 @@ SHORT_RUN = "the 400-request run (about 8 ms simulated) ends before the governor
 TOP_CLOCK = ("one core is always busy: ondemand's package-wide load is 100%, so it "
              "holds the top clock whatever its tunables")
 ONE_THREAD = "pc serves the one connection on one thread on one core"
+MMC_POISSON = "mmc's arrivals are Poisson: the MMPP's and batches' tunables are read " \
+              "only with arrival = 'mmpp' or 'batch'"
+NO_RETRY = "web's clients have no timeout and its server refuses nothing: nothing is retried"
 SAME_NUMBERS = {
+    "workload.mmpp_on_us": MMC_POISSON,
+    "workload.mmpp_off_us": MMC_POISSON,
+    "workload.mmpp_off_fraction": MMC_POISSON,
+    "workload.batch_size": MMC_POISSON,
+    "workload.batch_sizes": MMC_POISSON,
+    "workload.retries": NO_RETRY,
+    "workload.retry_backoff_us": NO_RETRY,
     "run.max_in_flight": "the cap is far above the one request in flight",
     "strategy.params.io_ratio": "ioRatio's task budget is checked every 64 tasks "
                                 "(Netty's runAllTasks); 400 requests through 8 offload "

@@ -69,6 +69,8 @@ BAD = [
      "strategy.params.queue_capacity", "re-send at once"),
     (["run", "mmc", *S('workload={kind="batch"}', "strategy.params.queue_capacity=2")],
      "strategy.params.queue_capacity", "never finish"),
+    (["run", "mmc", *S('workload={kind="stream"}', "strategy.params.queue_capacity=2")],
+     "strategy.params.queue_capacity", "does not model refused requests"),
     (["run", "mmc", *S("workload.timeout_us=0")], "workload.timeout_us", "at least"),
     (["run", "mmc", *S('workload={kind="closed",retries=11}')], "workload.retries",
      "at most 10"),

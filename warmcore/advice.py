@@ -135,7 +135,10 @@ def overloaded(r: Result) -> bool:
     if not r.offered_rps or not r.throughput_rps:
         return False
     noise = 3 / math.sqrt(max(r.arrived, 1))
-    return r.throughput_rps < r.offered_rps * (1 - noise) and r.in_flight_at_end > 0
+    # a bounded queue's refusals leave no backlog: they count with what was served
+    refused = r.rejected / r.sim_seconds if r.rejected and r.sim_seconds else 0.0
+    return (r.throughput_rps + refused < r.offered_rps * (1 - noise)
+            and r.in_flight_at_end > 0)
 
 
 # --------------------------------------------------------------------------- runs

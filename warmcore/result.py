@@ -130,16 +130,18 @@ class Result(_Part):
     mean_in_system: Num
     arrived: Count = Field(description="requests that arrived (were issued) in the window, "
                                        "retries included")
-    rejected: Count = Field(description="arrivals the server refused in the window, its "
+    # The outcomes (issue 31) have defaults so that results stored before them (sweep
+    # parts, saved comparisons) still read.
+    rejected: Count = Field(default=0, description="arrivals the server refused in the window, its "
                                         "queue full (strategy.params.queue_capacity)")
-    timed_out: Count = Field(description="requests whose client stopped waiting in the "
+    timed_out: Count = Field(default=0, description="requests whose client stopped waiting in the "
                                          "window (workload.timeout_us); the server may "
                                          "still have finished them")
-    goodput_rps: Num = Field(description="responses that reached a client still waiting, "
-                                         "per second of the window (throughput_rps when no "
-                                         "client times out)")
-    rejected_rate: Num = Field(description="rejected / arrived")
-    timed_out_rate: Num = Field(description="timed_out / arrived")
+    goodput_rps: Num = Field(default=None, description=(
+        "responses that reached a client still waiting, per second of the window "
+        "(throughput_rps when no client times out)"))
+    rejected_rate: Num = Field(default=None, description="rejected / arrived")
+    timed_out_rate: Num = Field(default=None, description="timed_out / arrived")
     in_flight_at_end: Count
     drained: bool
     stop_reason: str

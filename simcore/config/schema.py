@@ -354,6 +354,11 @@ class KernelCfg(Strict):
         "segment boundary. Off by default: docs/engine.md, departures"))
 
 
+# The workload kinds whose clients hear a refusal (models/workloads: Workload.rejected
+# and gave_up): the open loops and the closed one.
+REFUSABLE_KINDS = ("open", "connections", "closed")
+
+
 class Scenario(Strict):
     """A validated scenario. Immutable in use: ``edit`` (and ``set``, ``with_``)
     return new ones, through the one edit path (simcore/config/edit.py).
@@ -419,6 +424,10 @@ class Scenario(Strict):
             raise ConfigError("strategy.params.queue_capacity", f"{wl.kind} clients re-send "
                               "at once when refused, forever at one instant; give them a "
                               "think time (workload.think_us) or leave the queue unbounded")
+        if wl.kind not in REFUSABLE_KINDS:      # a stream's window would never reopen
+            raise ConfigError("strategy.params.queue_capacity", f"a {wl.kind} workload does "
+                              "not model refused requests; one of "
+                              f"{', '.join(REFUSABLE_KINDS)} does")
         return self
 
     @model_validator(mode="after")
