@@ -72,3 +72,67 @@ def test_curves_csv_is_what_extract_writes(tmp_path):
 def test_curves_csv_matches_the_source_numbers(run, clients, ok, ko, p50, p99):
     row = next(r for r in _csv_rows() if r["run"] == run and int(r["clients"]) == clients)
     assert (row["ok_per_s"], row["ko_per_s"], row["p50_ms"], row["p99_ms"]) == (ok, ko, p50, p99)
+
+
+# -- the example's scenarios, specs and fitted parameters ---------------------------------
+
+@pytest.mark.parametrize("name, strategy, threads", [
+    ("tomcat-bio.toml", "thread-per-connection", 5000),   # maxThreads="5000"
+    ("netty.toml", "event-loop", None),
+])
+def test_scenarios_load_and_validate(name, strategy, threads):
+    import warmcore
+
+    sc = warmcore.check(str(EXAMPLE / name))
+    assert sc.strategy.name == strategy
+    assert sc.workload.think_us == 0.0           # Gatling users with no pause
+    assert sc.server.threads == threads
+
+
+def test_tomcat_program_waits_the_critical_path():
+    """B (150 ms) then E (40 ms): TestCaseAServlet.java's delays, deterministic."""
+    import warmcore
+
+    sc = warmcore.check(str(EXAMPLE / "tomcat-bio.toml"))
+    calls = [s for s in sc.work.program if getattr(s, "call_us", None)]
+    assert [c.call_us for c in calls] == [190000.0]
+
+
+@pytest.mark.parametrize("spec", ["calibrate-tomcat.toml", "calibrate-netty.toml"])
+def test_calibration_specs_load_and_validate(spec):
+    from warmcore.calibration.fit import CalibrationSpec
+
+    loaded = CalibrationSpec.load(EXAMPLE / spec)   # check(): paths, bounds, figures
+    assert loaded.run.max_evaluations <= 30 and len(loaded.run.seeds) == 1
+
+
+@pytest.mark.parametrize("spec, params", [
+    ("calibrate-tomcat.toml", "tomcat.params.toml"),
+    ("calibrate-netty.toml", "netty.params.toml"),
+])
+def test_fitted_params_belong_to_their_spec(spec, params):
+    from warmcore.calibration.fit import CalibrationSpec
+    from warmcore.calibration.params import load_params
+
+    # the spec a fit recorded, read from here (its base_dir is the folder it ran in)
+    recorded = {**load_params(EXAMPLE / params)["spec"], "base_dir": str(EXAMPLE)}
+    assert (CalibrationSpec.from_data(recorded).digest()
+            == CalibrationSpec.load(EXAMPLE / spec).digest())
+
+
+def test_measured_figures_in_specs_are_the_csv_numbers():
+    """Every stated throughput and median of the specs is its curves.csv row."""
+    import tomllib
+
+    rows = {(r["run"], int(r["clients"])): r for r in _csv_rows()}
+    runs = {"tomcat": "java_bio_blocking", "netty": "netty_results_to_1500"}
+    for spec in ("calibrate-tomcat.toml", "calibrate-netty.toml"):
+        data = tomllib.loads((EXAMPLE / spec).read_text())
+        for m in data["measurement"]:
+            server, clients = m["name"].split("-")
+            row = rows[(runs[server], int(clients))]
+            assert m["set"] == [f"workload.clients={clients}"]
+            figures = m["figures"]
+            assert figures["throughput_rps"]["value"] == float(row["ok_per_s"])
+            if "p50_us" in figures:
+                assert figures["p50_us"]["value"] == 1000.0 * float(row["p50_ms"])
