@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import warmcore
+
 from warmcore.build import build, finish, run_built
 from tests.helpers import run, scenario
 
@@ -187,3 +189,36 @@ def test_traced_arrivals_on_an_unpipelined_connection_wait_for_the_response(tmp_
             requests=10, warmup=0.0)["latency_us"]["max"]
     assert max_latency(False) == pytest.approx(1000.0 + 5000.0 + 1000.0, rel=1e-6)
     assert max_latency(True) == pytest.approx(2000.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("client_us, rate, server_cpus, client_cpus", [
+    (40.0, 1e6 / 40, 30 / 40, 1.0),        # the client is the bottleneck: the server waits
+    (20.0, 1e6 / 30, 1.0, 20 / 30),        # the server is: the client waits
+])
+def test_a_colocated_pipelined_client_bounds_the_loop_by_the_slower_side(
+        client_us, rate, server_cpus, client_cpus):
+    """By hand: one pipelined connection (8 in flight), a 30 us handler on the ideal
+    machine (free system calls, no caches, no selector pass cost), a client thread
+    paying client_us per request. The loop runs at 1 / max(30, client_us) per us;
+    each side is busy its own cost over that period. The slower client makes the
+    server park and be woken once per request (the Jetty 8 run: 0.867 CPUs, issue
+    28)."""
+    sc = warmcore.Scenario.load("pipeline").edit({
+        "machine.preset": "ideal", "machine.cores": 4, "machine.governor": None,
+        "workload.service": "deterministic", "workload.service_us": 30.0,
+        "work.produce_us": 0.0, "workload.client_us": client_us,
+        "strategy.params.select_us": 0.0}, strategy="pc", requests=4000)
+    r = warmcore.simulate(sc)
+    assert r.throughput_rps == pytest.approx(rate, rel=0.01)
+    assert r.cpus_utilized == pytest.approx(server_cpus, rel=0.01)
+    client_s = r.processes["producer"].task_clock_ms * 1e-3
+    assert client_s / r.sim_seconds == pytest.approx(client_cpus, rel=0.01)
+    if client_us > 30:
+        assert r.context_switches / r.requests == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_colocated_client_is_refused_with_batches():
+    sc = warmcore.Scenario.load("ewyk").edit({"workload.batches": [4, 2, 1]})
+    with pytest.raises(warmcore.ConfigError) as e:
+        sc.edit({"workload.client_us": 10.0})
+    assert e.value.field == "workload.client_us"

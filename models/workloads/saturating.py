@@ -4,15 +4,17 @@ and waits for a whole batch (the EWYK benchmark's client)."""
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from warmcore.models.workloads.base import Connection, Workload
+from warmcore.models.workloads.base import Connection, Workload, work_ips
 from warmcore.models.workloads.closed_loop import ClosedLoop
-from warmcore.simcore.config import ServiceShape, WorkloadKind, register_workload
-from warmcore.simcore.config.schema import MAX_LIST, Count
-from warmcore.simcore.work import Request
+from warmcore.simcore.config import (ConfigError, ServiceShape, WorkloadKind, has_sockets,
+                                     register_workload)
+from warmcore.simcore.config.schema import MAX_LIST, Count, MicrosOrZero
+from warmcore.simcore.work import Request, Segment
 
 
 class SaturatingCfg(ServiceShape):
@@ -31,6 +33,101 @@ class SaturatingCfg(ServiceShape):
             "uniformly from the list, and the next batch only once all are answered "
             "(a client that submits r futures and waits for all of them; "
             "jetty-util EWYKBenchmark.testStrategy: [4, 2, 2, 1, 1, 1, 1, 1])"))
+
+
+    client_us: MicrosOrZero | None = Field(default=None, description=(
+        "None: the load tool keeps every connection's requests ready, from elsewhere. "
+        "A number: the load generator runs on this machine, one thread per connection "
+        "(process `producer`: pin it with producer.cpus), and spends this much CPU per "
+        "request, half writing it and half reading and parsing its response, plus the "
+        "loopback write and read; a server faster than its client then finds no request, "
+        "parks and is woken (the Jetty 8 run's client used one CPU: issue 28)"))
+
+    @model_validator(mode="after")
+    def _client_not_with_batches(self):
+        if self.client_us is not None and self.batches:
+            raise ConfigError("client_us", "a co-located client is for pipelined "
+                                           "connections; batches wait for their own answers")
+        return self
+
+
+class PipelinedClient(Workload):
+    """A load generator on the simulated machine: per connection one client thread
+    (process ``producer``) that keeps up to ``depth`` requests in flight on a pipelined
+    connection, paying ``client_us`` of CPU per request: half to write it (then its
+    loopback write, whose receive softirq delivers it to the server on the client's
+    CPU), half to read and parse its response (after its read call). It reads every
+    response that has arrived before writing more, and sleeps in its read when the
+    window is full and no response is there; the server's response write wakes it (a
+    sync socket wake-up). A request is measured from its write to the client's read of
+    its response, as the load tool measures it.
+
+    Throughput is the slower of the two loops: 1 / max(server CPU, client CPU) per
+    request, and a server faster than its client is busy only that ratio of the time
+    (the Jetty 8 run: 0.867 CPUs; tests/test_workloads.py computes it by hand)."""
+
+    def __init__(self, ctx):
+        wl = ctx.cfg.workload
+        super().__init__(ctx, wl.connections)
+        self.depth = wl.depth
+        ips = work_ips(ctx)
+        self.write_seg = Segment(wl.client_us * 0.5e-6 * ips, label="client-write")
+        self.read_seg = Segment(wl.client_us * 0.5e-6 * ips, label="client-read")
+        cost = ctx.machine.syscall_cost
+        work = ctx.cfg.work
+        self.sockets = has_sockets(wl)
+        self.client_write_s = cost("write", kib=work.request_kib) if self.sockets else 0.0
+        self.client_read_s = cost("read", kib=work.response_kib) if self.sockets else 0.0
+        self.proc = ctx.kernel.process(
+            "producer", ctx.cpu_list(ctx.cfg.producer.cpus, "producer.cpus"))
+        self.answers = [deque() for _ in self.connections]
+        self.in_flight = [0] * len(self.connections)
+        self.sleeping: list = [None] * len(self.connections)
+
+    def start(self) -> None:
+        for conn in self.connections:
+            self.ctx.kernel.spawn(self.proc, f"client-{conn.id}",
+                                  lambda t, c=conn: self._client(t, c))
+
+    def _client(self, t, conn):
+        ctx = self.ctx
+        answers = self.answers[conn.id]
+        while True:
+            if answers:                      # read what has arrived first
+                req = answers.popleft()
+                if self.client_read_s:
+                    t.charge_io(self.client_read_s)
+                yield t.run(self.read_seg, req)
+                self.in_flight[conn.id] -= 1
+                ctx.recorder.complete(req)
+            elif self.in_flight[conn.id] < self.depth:
+                req = self.factory.make(self.env.now, conn.id)
+                if self.client_write_s:
+                    t.charge_io(self.client_write_s)
+                yield t.run(self.write_seg, req)
+                self.in_flight[conn.id] += 1
+                if self.sockets:             # the server side's receive, on this CPU
+                    ctx.kernel.deliver_from(t, lambda r=req, c=conn: self.deliver(r, c))
+                else:
+                    self.deliver(req, conn)
+            else:
+                self.sleeping[conn.id] = t
+                yield t.park()
+
+    def finished(self, req: Request, thread) -> None:
+        """The server wrote ``req``'s response: the client reads it next."""
+        if self.write_s:
+            thread.charge_io(self.write_s)
+        self.release(req)
+        self.answers[req.conn].append(req)
+        client = self.sleeping[req.conn]
+        if client is not None:
+            self.sleeping[req.conn] = None
+            k = self.ctx.kernel
+            if self.sockets:     # the socket's wake-up, paid in the write (write_s)
+                k.deliver_from(thread, lambda: k.wake(client))
+            else:
+                k.wake(client, thread)
 
 
 class Batches(Workload):
@@ -73,6 +170,8 @@ def saturating(ctx) -> Workload:
     wl = ctx.cfg.workload
     if wl.batches:
         return Batches(ctx)
+    if wl.client_us is not None:
+        return PipelinedClient(ctx)
     return ClosedLoop(ctx, clients=wl.connections * wl.depth, think=None, per_conn=wl.depth)
 
 
