@@ -30,10 +30,12 @@ def _machine(name="i7-3770", ghz=1.6, **effects):
 def test_a_c_state_exit_is_neither_busy_time_nor_dynamic_power():
     """i7-3770 at 1.6 GHz, one thread on CPU 0: 100 us of work (1.3 IPC: 208,000
     instructions = 160,000 cycles = 100 us), a 2 ms sleep (past the 600 us C6 target
-    residency), woken, 100 us again. The CPU runs 2 x (100 us + the 2 us switch) =
-    204 us; its two exits (6 us from the shallow state at the start: 4 us IPI + 2 us
-    C1; 40 us from C6 after the sleep) pass inside cpuidle: the governor's busy
-    time, PELT and the dynamic energy see 204 us, not 250."""
+    residency), woken, 100 us again. The 2 us switch is stated at the 3.4 GHz top
+    P-state and runs at the clock (issue 35 item 2): 2 x 3.4 / 1.6 = 4.25 us. The CPU
+    runs 2 x (100 us + 4.25 us) = 208.5 us; its two exits (6 us from the shallow
+    state at the start: 4 us IPI + 2 us C1; 40 us from C6 after the sleep) pass
+    inside cpuidle: the governor's busy time, PELT and the dynamic energy see
+    208.5 us, not 254.5."""
     env = simpy.Environment()
     m = _machine()
     k = Kernel(env, m)
@@ -48,25 +50,27 @@ def test_a_c_state_exit_is_neither_busy_time_nor_dynamic_power():
 
     k.spawn(p, "t", body)
     env.run(until=0.01)
-    busy = 2 * (100 * US + 2 * US)
+    switch = 2 * US * 3.4 / 1.6
+    busy = 2 * (100 * US + switch)
     assert k.cpus[0].busy_s == pytest.approx(busy, rel=1e-9)
     assert m.clock.busy_time(0, env.now) == pytest.approx(busy, rel=1e-9)
     pre = get_preset("i7-3770")
     assert m.meter.dynamic_joules(env.now) == pytest.approx(
         dynamic_power_w(pre, 1.6) * busy, rel=1e-9)
-    # PELT (y^32 = 1/2 per 1.024 ms period, frequency-invariant): running 6..108 us,
-    # idle to 2.148 ms (the 2 ms sleep and the 40 us exit), running to 2.250 ms, idle
-    # to 10 ms
+    # PELT (y^32 = 1/2 per 1.024 ms period, frequency-invariant): running 6..110.25
+    # us, idle 2.040 ms (the 2 ms sleep and the 40 us exit), running 104.25 us to
+    # 2.2545 ms, idle to 10 ms
     y = 0.5 ** (1 / 32)
 
     def n(dt):
         return dt / 1.024e-3
 
     r = 1.6 / 3.4                        # frequency invariance: f / f_max of a period
-    u = 1024 * r * (1 - y ** n(102 * US))
+    run = 100 * US + switch
+    u = 1024 * r * (1 - y ** n(run))
     u *= y ** n(2.040e-3)
-    u = u * y ** n(102 * US) + 1024 * r * (1 - y ** n(102 * US))
-    u *= y ** n(10e-3 - 2.250e-3)
+    u = u * y ** n(run) + 1024 * r * (1 - y ** n(run))
+    u *= y ** n(10e-3 - (6 * US + 2 * run + 2.040e-3))
     assert m.clock.util(0, env.now) == pytest.approx(u, rel=1e-9)
 
 
