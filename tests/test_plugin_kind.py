@@ -131,5 +131,5 @@ def test_without_the_plugin_the_kind_is_unknown_with_the_known_ones_named(plugin
         env={k: v for k, v in os.environ.items() if k != "WARMCORE_PLUGINS"})
     assert env_free.returncode == 2
     assert env_free.stderr.strip().splitlines()[-1].endswith(
-        "workload: unknown workload kind; known: batch, closed, connections, open, "
-        "saturating, stream")
+        "workload: unknown workload kind; known: batch, closed, connections, inject, "
+        "open, saturating, stream")
