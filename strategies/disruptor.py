@@ -39,19 +39,20 @@ Model (sources: LMAX-Exchange/disruptor, com.lmax.disruptor.*):
   - "yielding" (YieldingWaitStrategy): SPIN_TRIES = 100 spins, then
     Thread.yield() in a loop: a spin that hands its CPU at once to a thread
     queued there (the 100 spins, about 1 us, are folded into the loop).
-  - "sleeping" (SleepingWaitStrategy): DEFAULT_RETRIES = 200: 100 spins, 100
-    yields, then LockSupport.parkNanos(DEFAULT_SLEEP = 100 ns) repeatedly, a
-    timed sleep of 100 ns + timer slack (~50-60 us on Linux).
-  Spin iterations cost ``spin_us``, a sched_yield with nothing else to run
-  ``yield_us``.
+  - "sleeping" (SleepingWaitStrategy): DEFAULT_RETRIES = 200: 100 spins of
+    ``spin_us`` (a bounded spin), 100 yields (a bounded yielding spin of 100
+    sched_yield calls at the machine's price), then
+    LockSupport.parkNanos(DEFAULT_SLEEP = 100 ns) repeatedly, a timed sleep of
+    100 ns + timer slack (~50-60 us on Linux).
 * ``pin``: consumer i pinned to server CPU i (mod the server's CPUs), as
   latency-sensitive Disruptor deployments do with thread affinity.
 
-Simplified: no multicast (every consumer handling every event, the diamond)
-because a request is consumed once; the WorkerPool (deprecated in 4.0) is not
-modelled. A spinning thread that another thread waits behind on its CPU is
-preempted by the simulated kernel when its time slice is used up (CFS), and a
-yield is ``sched_yield`` (``Thread.yield_cpu``).
+Topologies (``topology``): "sharded" (the default, above) or the LMAX paper's
+unicast, pipeline, sequencer, multicast and diamond, where every handler handles
+every event behind its barrier (docs/strategies.md). The WorkerPool (deprecated
+in 4.0) is not modelled. A spinning thread that another thread waits behind on
+its CPU is preempted by the simulated kernel when its time slice is used up
+(CFS); a yield is ``sched_yield``.
 """
 
 from __future__ import annotations
@@ -112,7 +113,6 @@ class Params(StrategyParams):
     claim_us: float = Field(default=0.02, ge=0, description='multi-producer CAS on the cursor')
     signal_us: float = Field(default=0.05, ge=0, description='blocking: lock, signalAll, unlock')
     spin_us: float = Field(default=0.01, ge=0, description='one spin: cursor read (+ PAUSE)')
-    yield_us: float = Field(default=0.3, ge=0, description='sched_yield() with nothing else to run')
     spin_ipc: float = Field(default=0.25, gt=0, le=8, description=(
         'instructions per cycle of the spin loop (load, compare, branch, PAUSE of ~10 '
         'cycles on Nehalem-Sandy Bridge: about 4 per 10-16 cycles)'))
@@ -194,7 +194,7 @@ class Disruptor(Strategy):
         self.handing_over = False          # a woken consumer has yet to unlock
         self.cursor_line = self.kernel.spin_line(CURSOR)
         self.stats = {"producer_waits": 0, "published": 0, "max_outstanding": 0,
-                      "signals": 0, "yields_cpu": 0}
+                      "signals": 0}
         ips = ctx.machine.nominal_ips
         self.ips = ips
         self.publish_seg = self._seg(p.publish_us + (p.signal_us if p.wait == "blocking" else 0),
@@ -433,21 +433,15 @@ class Disruptor(Strategy):
 
     def _wait_for_dependent(self, t, dep: Consumer, nxt: int):
         """The cursor is there, a consumer it is gated on is not: every wait strategy
-        spins on that consumer's sequence (Disruptor 3.x BlockingWaitStrategy and
-        BusySpinWaitStrategy: ``while (dependentSequence.get() < sequence)``;
-        Yielding- and SleepingWaitStrategy apply their yield to it, modelled as a
-        yielding spin)."""
-        yielding = self.p.wait in ("yielding", "sleeping")
-        while dep.seq < nxt:
-            yield t.spin(dep.line, self.p.spin_ipc, yielding=yielding)
+        waits on that consumer's sequence (Disruptor 3.x: ``while
+        (dependentSequence.get() < sequence)``, BlockingWaitStrategy with a busy
+        spin, the others with their own wait method)."""
+        yield from self._spin_wait(t, dep.line, lambda: dep.seq >= nxt)
 
     def _wait_for(self, t, nxt: int):
         """SequenceBarrier.waitFor(nxt) with the configured wait strategy; returns
         once the cursor has reached ``nxt``."""
-        p = self.p
-        ips = self.ips
-        wait = p.wait
-        if wait == "blocking":
+        if self.p.wait == "blocking":
             while self.cursor < nxt:
                 self.waiting.append(self._me(t))
                 t.syscall("futex_wait")   # BlockingWaitStrategy: Condition.await
@@ -456,40 +450,41 @@ class Disruptor(Strategy):
                 # unlock in waitFor's finally (or the next await) wake the next waiter
                 self._unpark_next(t)
             return
-        if wait == "busy-spin":
-            # BusySpinWaitStrategy: while (cursor.get() < seq) onSpinWait(); it sees the
-            # publish one line transfer after the store (simcore.kernel.spin)
-            while self.cursor < nxt:
-                yield t.spin(self.cursor_line, p.spin_ipc)
+        yield from self._spin_wait(t, self.cursor_line, lambda: self.cursor >= nxt)
+
+    def _spin_wait(self, t, line, ready):
+        """Wait until ``ready()`` watching ``line`` (simcore.kernel.spin), as the wait
+        strategy's applyWaitMethod does:
+
+        * busy-spin (and blocking's wait on a gating sequence): spin;
+        * yielding: SPIN_TRIES spins of ``spin_us`` (a bounded spin), then
+          Thread.yield() in a loop (a yielding spin: it hands its CPU at once to a
+          thread queued there and reads the line between sched_yield calls);
+        * sleeping: the same 100 spins, 100 yields (a bounded yielding spin of 100
+          sched_yield calls at the machine's price), then
+          LockSupport.parkNanos(sleep_ns) + timer slack in a loop."""
+        p = self.p
+        env = self.env
+        if p.wait in ("busy-spin", "blocking"):
+            while not ready():
+                yield t.spin(line, p.spin_ipc)
             return
-        if wait == "yielding":
-            # SPIN_TRIES spins, then Thread.yield() in a loop: a spin that gives its CPU
-            # at once to a thread queued there (simcore.kernel.spin, yielding); the
-            # 100 spins (~1 us) before the first yield are folded into it
-            while self.cursor < nxt:
-                yield t.spin(self.cursor_line, p.spin_ipc, yielding=True)
+        end = env.now + SPIN_TRIES * p.spin_us * 1e-6
+        while not ready() and env.now < end:
+            yield t.spin(line, p.spin_ipc, timeout=end - env.now)
+        if p.wait == "yielding":
+            while not ready():
+                yield t.spin(line, p.spin_ipc, yielding=True)
             return
-        spin_line = (Footprint(SHARED, CURSOR, 1, False),)
-        # sleeping: first 100 spins
-        spins = Segment(SPIN_TRIES * p.spin_us * 1e-6 * ips, spin_line, label="spin")
-        if spins.instructions:
-            yield t.run(spins)
-        if self.cursor >= nxt:
-            return
-        # sleeping: 100 yields, then parkNanos(sleep_ns) + timer slack
-        left = SLEEP_RETRIES - SPIN_TRIES
-        while left > 0 and self.cursor < nxt:
-            if t.cpu_has_waiters():
-                self.stats["yields_cpu"] += 1
-                left -= 1
-                yield t.yield_cpu()
-            else:
-                ins = left * p.yield_us * 1e-6 * ips
-                left = 0
-                if ins:
-                    yield t.run(Segment(ins, spin_line, label="sched_yield"))
+        turn = self.ctx.machine.syscall_cost("sched_yield")
+        left = SLEEP_RETRIES - SPIN_TRIES if turn else 0
+        while left > 0 and not ready():
+            t0 = env.now
+            yield t.spin(line, p.spin_ipc, yielding=True, timeout=left * turn)
+            # the turns done: all of them, or up to where it gave its CPU away
+            left -= max(1, round((env.now - t0) / turn))
         sleep_s = p.sleep_ns * 1e-9 + p.timer_slack_us * 1e-6
-        while self.cursor < nxt:
+        while not ready():
             yield t.block(sleep_s)
 
     def _me(self, t) -> Consumer:

@@ -638,6 +638,7 @@ VALUES = {
     "strategy.params.max_kernel_threads": 50,     # with kernel threads (below), < 2000 tasks
     "strategy.params.workers": 4,                 # fewer than the requests in flight
     "workload.batches": "[4, 2, 1]",              # EWYKBenchmark-style batch sizes
+    "strategy.params.ring_size": 4096,            # a power of two
 }
 LISTS = ("list", "int+list")
 # Controls set up before the one under test, so that its other value is valid.
@@ -671,6 +672,9 @@ ONE_THREAD = "pc serves the one connection on one thread on one core"
 MMC_POISSON = "mmc's arrivals are Poisson: the MMPP's and batches' tunables are read " \
               "only with arrival = 'mmpp' or 'batch'"
 NO_RETRY = "web's clients have no timeout and its server refuses nothing: nothing is retried"
+# lmax-latency: the Disruptor's busy-spin three-stage pipeline, one producer, one
+# event every microsecond (the first built-in scenario with the disruptor)
+NO_WRAP = "at one event per microsecond the ring never fills, so the producer never waits"
 SAME_NUMBERS = {
     "workload.mmpp_on_us": MMC_POISSON,
     "workload.mmpp_off_us": MMC_POISSON,
@@ -679,6 +683,17 @@ SAME_NUMBERS = {
     "workload.batch_sizes": MMC_POISSON,
     "workload.retries": NO_RETRY,
     "workload.retry_backoff_us": NO_RETRY,
+    "strategy.params.ring_size": NO_WRAP,
+    "strategy.params.producer_wait": NO_WRAP,
+    "strategy.params.timer_slack_us": NO_WRAP + " (parkNanos) and busy-spin never sleeps",
+    "strategy.params.producers": "the pipeline topology sets one producer",
+    "strategy.params.consumers": "the pipeline topology sets three consumers",
+    "strategy.params.producer_type": "'single' is what one producer gets by default",
+    "strategy.params.claim_us": "a single producer claims without a CAS",
+    "strategy.params.signal_us": "busy-spin consumers are never signalled",
+    "strategy.params.spin_us": "busy-spin has no bounded first spins (yielding and "
+                               "sleeping do)",
+    "strategy.params.sleep_ns": "busy-spin never sleeps",
     "run.max_in_flight": "the cap is far above the one request in flight",
     "strategy.params.io_ratio": "ioRatio's task budget is checked every 64 tasks "
                                 "(Netty's runAllTasks); 400 requests through 8 offload "

@@ -12,11 +12,12 @@ line from the writer's core; Intel 64 and IA-32 Optimization Reference Manual,
 gives its CPU at once to a thread queued there, and reads the line between its
 ``sched_yield`` calls, so it sees a write at the end of the call in progress.
 
-``Thread.spin(line, ipc, yielding)`` returns an event that fires when
+``Thread.spin(line, ipc, yielding, timeout)`` returns an event that fires when
 
 * ``line.written(by)`` was called and the line has since travelled from the
   writer's CPU to the spinner's (``machine.line_transfer_s``, 0 on the same CPU
   or the ideal machine), or
+* ``timeout`` seconds have passed since it started (a bounded loop), or
 * the spinner was taken off its CPU (its CFS slice used up while another thread
   waits there, or, yielding, any thread queued there) and has been dispatched
   again.
@@ -64,12 +65,13 @@ class SpinState:
     thread owed), its loop's instructions per cycle, whether it yields, the event
     its thread waits on."""
 
-    __slots__ = ("due", "ev", "ipc", "line", "t0", "turn", "yielding")
+    __slots__ = ("due", "ev", "ipc", "line", "pending", "t0", "turn", "yielding")
 
     def __init__(self, line: SpinLine, t0: float, ipc: float, yielding: bool, ev: Event,
                  turn: float = 0.0):
         self.due = -1.0                   # when its slice check is armed for (-1: none)
         self.turn = turn                  # a yielding loop's turn: one sched_yield call
+        self.pending = False              # a write is on its way to the spinner
         self.line = line
         self.t0 = t0
         self.ipc = ipc
@@ -77,8 +79,11 @@ class SpinState:
         self.ev = ev
 
 
-def spin(self, line: SpinLine, ipc: float = 0.25, yielding: bool = False) -> Event:
-    """``Thread.spin``: read ``line`` in a loop on this thread's CPU (see the module)."""
+def spin(self, line: SpinLine, ipc: float = 0.25, yielding: bool = False,
+         timeout: float | None = None) -> Event:
+    """``Thread.spin``: read ``line`` in a loop on this thread's CPU (see the module);
+    with ``timeout`` (seconds), a bounded loop: it also ends that long after it starts
+    (SleepingWaitStrategy's 100 spins, then 100 yields)."""
     k = self.kernel
     cpu = self.cpu
     now = k.env.now
@@ -108,6 +113,9 @@ def spin(self, line: SpinLine, ipc: float = 0.25, yielding: bool = False) -> Eve
     turn = k.machine.syscall_cost("sched_yield") if yielding else 0.0
     st = self.spin_st = SpinState(line, t0, ipc, yielding, ev, turn)
     line.spinners.append(self)
+    if timeout is not None:
+        k.env.timeout(t0 - now + timeout).callbacks.append(
+            lambda _e: k._spin_timeout(self, st))
     if cpu.rq:
         if yielding:
             k._spin_off(self, st, RUNNABLE)
@@ -140,16 +148,26 @@ class Spinning:
             at = max(now + delay, st.t0)
             if st.turn > 0.0:             # the end of the sched_yield call in progress
                 at = st.t0 + math.ceil((at - st.t0) / st.turn) * st.turn
+            st.pending = True
             env.timeout(at - now).callbacks.append(
                 lambda _e, t=t, st=st: self._spin_seen(t, st))
 
     def _spin_seen(self, t, st: SpinState) -> None:
-        """The written line reached the spinner: its load returns the new value."""
+        """The written line reached the spinner (its load returns the new value), or a
+        bounded spin's time is up."""
         if t.spin_st is not st:
             return                        # taken off its CPU before the line came
         self._spin_credit(t, st)
         t.spin_st = None
+        if t in st.line.spinners:
+            st.line.spinners.remove(t)
         st.ev.succeed()
+
+    def _spin_timeout(self, t, st: SpinState) -> None:
+        """A bounded spin's time is up, unless a write is on its way: the loop's reads
+        cannot see it before it arrives, so the spin ends then (_spin_seen)."""
+        if not st.pending:
+            self._spin_seen(t, st)
 
     def _arm_slice(self, t, st: SpinState) -> None:
         """When the spinner's time slice ends: at a CFS slice from its dispatch if
