@@ -222,3 +222,13 @@ def test_a_colocated_client_is_refused_with_batches():
     with pytest.raises(warmcore.ConfigError) as e:
         sc.edit({"workload.client_us": 10.0})
     assert e.value.field == "workload.client_us"
+
+
+def test_injected_events_on_serial_sources_run():
+    """The inject kind has no client protocol to hold events back: with serial sources
+    (one event of a source at a time in the server) it runs, every event answered.
+    Found by tests/test_fuzz.py: it crashed looking for `pipelined`."""
+    sc = warmcore.Scenario.load("lmax-latency").edit({"workload.serial": True},
+                                                      strategy="abq", requests=300)
+    r = warmcore.simulate(sc)
+    assert r.requests == 300 and r.throughput_rps > 0

@@ -130,7 +130,8 @@ class OpenLoop(Workload):
         # One request in flight per connection (wrk, wrk2): the ones due meanwhile wait
         # at the client; ``unanswered[c]`` from a send until its response.
         self.held = None
-        if self.serial and not wl.pipelined:      # the open and connections kinds
+        # (the open and connections kinds; injected events are never held at a client)
+        if self.serial and not getattr(wl, "pipelined", True):
             self.held = [deque() for _ in range(n)]
             self.unanswered = [False] * n
             self.turnaround_s = wl.client_turnaround_us * 1e-6
