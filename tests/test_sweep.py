@@ -180,6 +180,20 @@ def _wait_for_parts(out: Path, n: int = 3, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
+def _listening(port: int, sched, timeout: float = 60) -> None:
+    """Until the scheduler started as ``sched`` accepts connections on ``port``: its
+    first start in a fresh environment compiles Dask's modules and takes seconds, and
+    a driver started before it answers is refused (that one line is another test's)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and sched.poll() is None:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    stop(sched)                      # nothing else will: the test's try has not begun
+    raise TimeoutError(f"the dask scheduler did not listen on port {port} in {timeout} s")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -195,6 +209,7 @@ def test_a_real_dask_scheduler_and_worker_on_loopback(tmp_path):
     sched = subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1",
                               "--port", str(port), "--no-dashboard"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _listening(port, sched)
     worker = subprocess.Popen([str(bindir / "dask"), "worker", addr, "--nworkers", "1",
                                "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -237,6 +252,7 @@ def test_a_dask_worker_killed_midway_loses_nothing(tmp_path):
 
     sched = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
                               "--no-dashboard"], **quiet)
+    _listening(port, sched)
     first, second = worker(), None
     spec, out = write_spec(tmp_path, num=40), tmp_path / "out"
     try:
@@ -313,6 +329,7 @@ def test_a_lost_scheduler_ends_the_driver_with_one_line_and_loses_nothing(tmp_pa
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     sched = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
                               "--no-dashboard"], start_new_session=True, **quiet)
+    _listening(port, sched)
     worker = subprocess.Popen([dask, "worker", addr, "--nworkers", "1", "--nthreads", "1",
                                "--host", "127.0.0.1", "--no-dashboard"],
                               start_new_session=True, **quiet)
