@@ -350,11 +350,7 @@ class Disruptor(Strategy):
             if self.cursor < nxt:
                 yield from self._wait_for(t, nxt)
                 continue
-            end = self.cursor
-            if max_batch is not None and end - nxt + 1 > max_batch:
-                end = nxt + max_batch - 1
-            c.batches += 1
-            c.events += end - nxt + 1
+            end = self._take_batch(c, nxt, self.cursor, max_batch)
             if batch_seg is not None:
                 yield t.run(batch_seg)
             for s in range(nxt, end + 1):
@@ -402,11 +398,8 @@ class Disruptor(Strategy):
             if lag is not None:
                 yield from self._wait_for_dependent(t, lag, nxt)
                 continue
-            end = min([self.cursor] + [d.seq for d in c.deps])
-            if max_batch is not None and end - nxt + 1 > max_batch:
-                end = nxt + max_batch - 1
-            c.batches += 1
-            c.events += end - nxt + 1
+            ready = min([self.cursor] + [d.seq for d in c.deps])
+            end = self._take_batch(c, nxt, ready, max_batch)
             if batch_seg is not None:
                 yield t.run(batch_seg)
             for s in range(nxt, end + 1):
@@ -437,6 +430,16 @@ class Disruptor(Strategy):
         (dependentSequence.get() < sequence)``, BlockingWaitStrategy with a busy
         spin, the others with their own wait method)."""
         yield from self._spin_wait(t, dep.line, lambda: dep.seq >= nxt)
+
+    @staticmethod
+    def _take_batch(c, nxt: int, end: int, max_batch: int | None) -> int:
+        """The last sequence of the batch a consumer at ``nxt`` takes when ``end`` is
+        available (at most ``max_batch`` events), counted in its batches and events."""
+        if max_batch is not None and end - nxt + 1 > max_batch:
+            end = nxt + max_batch - 1
+        c.batches += 1
+        c.events += end - nxt + 1
+        return end
 
     def _wait_for(self, t, nxt: int):
         """SequenceBarrier.waitFor(nxt) with the configured wait strategy; returns

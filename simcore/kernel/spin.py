@@ -214,15 +214,7 @@ class Spinning:
         t.fl.parts = None                 # no segment of its in flight to carry over
         cpu = t.cpu
         self._leave_cpu(t, state)
-        t.rq_since = self.env.now
-        if not st.yielding and self.n_idle:
-            for cid in t.allowed:
-                c = self.cpus[cid]
-                if c.current is None:
-                    self._dispatch(c, t, from_idle=True)
-                    return
-        cpu.rq.append(t)
-        self.n_queued += 1
+        self._requeue(t, cpu, to_idle=not st.yielding)   # a yield gives way where it is
 
     def _spin_credit(self, t, st: SpinState) -> None:
         """Charge the spin from its start to now: the CPU was busy all along."""

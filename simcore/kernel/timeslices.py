@@ -67,8 +67,14 @@ class TimeSlices:
             left = cont.remaining_s / cont.total_s if cont.total_s > 0.0 else 0.0
             t.fl.parts = self.machine.parts_of(cpu.id, self.env.now, left)
         self._leave_cpu(t, RUNNABLE)      # hands the CPU to the head of its queue
+        self._requeue(t, cpu, to_idle=True)
+
+    def _requeue(self, t: Thread, cpu, to_idle: bool) -> None:
+        """``t`` has left ``cpu`` runnable: straight to an idle CPU it may use if
+        ``to_idle`` (the idle balancer's pull, without waiting a tick), else to the
+        back of ``cpu``'s run queue."""
         t.rq_since = self.env.now
-        if self.n_idle:
+        if to_idle and self.n_idle:
             for cid in t.allowed:
                 c = self.cpus[cid]
                 if c.current is None:
