@@ -246,7 +246,11 @@ class CalibrationSpec(Strict):
                                   "(figures or a perf file)")
 
     def digest(self) -> str:
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+        """What the spec asks, not where it sits: the folder it was read from
+        (``base_dir``) is left out, so a spec and its PARAMS.toml moved together to
+        another machine keep their digest."""
+        return hashlib.sha256(
+            self.model_dump_json(exclude={"base_dir"}).encode()).hexdigest()[:16]
 
     def int_paths(self) -> set[str]:
         """The fitted paths that are whole numbers (a thread count): fitted over whole

@@ -6,6 +6,7 @@ every data file and the warmcore version."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -26,16 +27,23 @@ from warmcore.simcore.config import (
 REQUIRED = ("values", "fit", "unit_optimum", "unit_cov")
 
 
-def params_document(cal) -> dict:
+def params_document(cal, where: str | Path | None = None) -> dict:
+    """The PARAMS.toml document of ``cal``; ``where``: the folder it is written to,
+    which the recorded spec's ``base_dir`` is made relative to (an absolute path of
+    the machine the fit ran on would mean nothing on another)."""
     from warmcore.calibration.fit import METHOD, spec_hashes
 
     spec = cal.spec
+    recorded = spec.model_dump(mode="json", exclude_none=True)   # the whole spec it came from
+    if where is not None:
+        recorded["base_dir"] = Path(os.path.relpath(Path(spec.base_dir).resolve(),
+                                                    Path(where).resolve())).as_posix()
     return {
         "warmcore_version": warmcore.__version__,
         "method": METHOD,
         "spec_digest": spec.digest(),
         "measurements": [m.name for m in spec.measurement],
-        "spec": spec.model_dump(mode="json", exclude_none=True),   # the whole spec it came from
+        "spec": recorded,
         "data_sha256": spec_hashes(spec),
         "seeds": list(spec.run.seeds),
         "evaluations": cal.evaluations,
@@ -51,7 +59,7 @@ def params_document(cal) -> dict:
 
 def write_params(cal, path: str | Path) -> None:
     text = ("# warmcore calibration: fitted parameters (docs/calibration.md)\n"
-            + tomli_w.dumps(params_document(cal)))
+            + tomli_w.dumps(params_document(cal, Path(path).resolve().parent)))
     write_atomic(path, text, "--out")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -151,6 +152,7 @@ def test_calibrate_writes_params_that_run_and_predict_apply(tmp_path, capsys):
     assert v == pytest.approx(30, rel=0.05) and doc["warmcore_version"] == warmcore.__version__
     assert doc["measurements"] == ["synthetic"] and len(doc["spec_digest"]) == 16
     assert CalibrationSpec.from_data(doc["spec"]).digest() == doc["spec_digest"]
+    assert doc["spec"]["base_dir"] == "."       # where the spec is, from the params' folder
     page = (tmp_path / "r.html").read_text()
     assert "vegaEmbed" in page and "Predictions from the fit" in page
     assert all(f"<td>{s}</td>" in page for s in ("pc", "pec", "epc"))
@@ -213,3 +215,20 @@ def test_a_fit_is_the_same_on_one_worker_two_workers_and_a_dask_cluster(fitted):
                                   dashboard_address=None, host="127.0.0.1") as cluster:
         on_dask = Calibrator(spec, scheduler=cluster.scheduler_address).fit()
     assert on_dask.values == fitted.values
+
+
+def test_a_specs_digest_does_not_depend_on_the_folder_it_is_read_from(tmp_path):
+    """The digest PARAMS.toml records is of what the spec asks: the same spec in two
+    folders (two machines) has one digest."""
+    from warmcore.calibration.fit import CalibrationSpec
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "wsperflab-2013"
+    text = (example / "calibrate-netty.toml").read_text()
+    copy = tmp_path / "elsewhere"
+    copy.mkdir()
+    for name in ("calibrate-netty.toml", "netty.toml", "curves.csv"):
+        (copy / name).write_text((example / name).read_text())
+    assert (copy / "calibrate-netty.toml").read_text() == text
+    a = CalibrationSpec.load(example / "calibrate-netty.toml")
+    b = CalibrationSpec.load(copy / "calibrate-netty.toml")
+    assert a.base_dir != b.base_dir and a.digest() == b.digest()

@@ -114,8 +114,10 @@ def test_fitted_params_belong_to_their_spec(spec, params):
     from warmcore.calibration.fit import CalibrationSpec
     from warmcore.calibration.params import load_params
 
-    # the spec a fit recorded, read from here (its base_dir is the folder it ran in)
-    recorded = {**load_params(EXAMPLE / params)["spec"], "base_dir": str(EXAMPLE)}
+    # the spec a fit recorded: its base_dir relative to the PARAMS.toml's folder
+    recorded = load_params(EXAMPLE / params)["spec"]
+    assert recorded["base_dir"] == "."
+    recorded = {**recorded, "base_dir": str(EXAMPLE / recorded["base_dir"])}
     assert (CalibrationSpec.from_data(recorded).digest()
             == CalibrationSpec.load(EXAMPLE / spec).digest())
 
