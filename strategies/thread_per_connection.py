@@ -57,6 +57,11 @@ class _ConnThread:
 class ThreadPerConnection(Strategy):
     name = "thread-per-connection"
     summary = "Tomcat BIO: one thread per connection blocks in read; each request wakes it"
+    # Connections wait for a thread in the executor's TaskQueue, unbounded by default
+    # (StandardThreadExecutor maxQueueSize = Integer.MAX_VALUE); its bound is not modelled.
+    no_queue_capacity = ("connections waiting for one of max_threads threads wait in the "
+                         "executor's TaskQueue, unbounded by default (maxQueueSize "
+                         "Integer.MAX_VALUE), and this model does not bound it")
     Params = Params
 
     def start(self) -> None:
