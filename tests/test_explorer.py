@@ -669,7 +669,8 @@ SHORT_RUN = "the 400-request run (about 8 ms simulated) ends before the governor
 TOP_CLOCK = ("one core is always busy: ondemand's package-wide load is 100%, so it "
              "holds the top clock whatever its tunables")
 ONE_THREAD = "pc serves the one connection on one thread on one core"
-MMC_POISSON = "mmc's arrivals are Poisson: the MMPP's and batches' tunables are read " \
+MMC_POISSON = "the scenario's arrivals are Poisson (hello's connections, drawn there " \
+              "first, or mmc's open loop): the MMPP's and batches' tunables are read " \
               "only with arrival = 'mmpp' or 'batch'"
 NO_RETRY = "web's clients have no timeout and its server refuses nothing: nothing is retried"
 # lmax-latency: the Disruptor's busy-spin three-stage pipeline, one producer, one

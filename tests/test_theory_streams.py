@@ -100,6 +100,46 @@ def test_batch_arrivals_mx_m1_match_their_formula(sizes, mean_x):
     assert half < 0.1 * theory
 
 
+def connections_cfg(arrival: str, requests: int = 40_000, **sets):
+    """mg1_cfg's M/./1 at rho 0.5 with its stream spread over 100 keep-alive connections
+    (the connections kind; not serial, so no connection holds a request back)."""
+    wl = {"kind": "connections", "connections": 100, "serial": False, "rate_per_s": 500.0,
+          "service": "exponential", "service_us": 1000.0, "arrival": arrival, **sets}
+    return scenario("mmc", {"machine.cores": 1}, workload=wl, requests=requests,
+                    warmup=0.2), 500.0
+
+
+def test_connections_mmpp_run_arrives_at_its_mean_rate():
+    """The connections kind's MMPP (one on/off environment switching every connection's
+    stream): its arrivals in the window over its length are the long-run rate."""
+    cfg, rate = connections_cfg("mmpp", requests=20_000)
+    per_s = replicate(cfg, lambda r: r["arrived"] / r["sim_seconds"], 8)
+    mean, half = ci(per_s)
+    assert abs(mean - rate) <= half, (mean, rate, half)
+
+
+def test_connections_batch_arrivals_match_mx_m1():
+    """Batches over the connections kind: the superposed stream is M^X, so one server
+    at rho 0.5 with geometric batches of mean 4 waits Wq = 7 ms, as on the open kind."""
+    from warmcore.simcore.arrivals import batch_moments
+    from warmcore.simcore.theory import mxg1_wait
+
+    cfg, rate = connections_cfg("batch")
+    ex, ex2 = batch_moments(4.0, "geometric")
+    theory = mxg1_wait(rate, 1e-3, 1.0, ex, ex2)
+    mean, half = ci(replicate(cfg, WAIT, 10))
+    assert abs(mean - theory) <= half, (mean, theory, half)
+    assert half < 0.1 * theory
+
+
+def test_connections_mmpp_waits_more_than_poisson_at_the_same_rate():
+    """Bursts at the same mean rate: an on/off source sends at twice its rate while on
+    (rho 1 for 10 ms at a time), so the wait grows far above M/M/1's 1 ms."""
+    cfg, _ = connections_cfg("mmpp", requests=20_000)
+    mean, half = ci(replicate(cfg, WAIT, 6))
+    assert mean - half > 3 * 1e-3, (mean, half)
+
+
 # -- bounded queues --------------------------------------------------------------------
 
 REJECTED = lambda r: r["rejected_rate"]            # noqa: E731

@@ -34,6 +34,31 @@ from warmcore.simcore.kernel import clock, fast_timeout
 from warmcore.simcore.work import Request
 
 
+# The bursty arrivals' tunables, shared by the open and connections kinds. The MMPP's
+# defaults are illustrative, not measured: an on/off source (an interrupted Poisson
+# process) with equal 10 ms periods, so that it sends at twice its mean rate while on;
+# its index of dispersion is then 1 + rate x 10 ms.
+MMPP_ON_FIELD = Field(default=10_000.0, description=(
+    "mmpp: mean length of an on (burst) period (exponential)"))
+MMPP_OFF_FIELD = Field(default=10_000.0, description=(
+    "mmpp: mean length of an off (quiet) period (exponential)"))
+MMPP_OFF_FRACTION_FIELD = Field(default=0.0, description=(
+    "mmpp: rate while off as a fraction of the rate while on (0: none, on/off)"))
+# Illustrative too: a client that sends a page's 4 requests at once on average.
+BATCH_SIZE_FIELD = Field(default=4.0, description=(
+    "batch: mean number of requests arriving at one instant"))
+BATCH_SIZES_FIELD = Field(default="geometric", description=(
+    "batch: size distribution (geometric on 1, 2, ... or always batch_size)"))
+OffFraction = Annotated[float, Field(ge=0, lt=1)]
+BatchSize = Annotated[float, Field(ge=1, le=MAX_COUNT)]
+
+
+def _whole_constant_batches(cfg) -> None:
+    if cfg.batch_sizes == "constant" and cfg.batch_size != round(cfg.batch_size):
+        raise ConfigError("batch_size", f"constant batches hold a whole number of "
+                          f"requests (got {cfg.batch_size:g})")
+
+
 class OpenLoopCfg(KeepAlive):
     """Requests at a set rate, whatever the responses (wrk2, Jetty Load Generator)."""
 
@@ -44,20 +69,11 @@ class OpenLoopCfg(KeepAlive):
             "Markov-modulated Poisson: on/off bursts), batch (Poisson batches, M^X)"))
     rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] | None = Field(
         default=None, description="long-run mean rate of requests (every arrival but trace)")
-    # The MMPP's defaults are illustrative, not measured: an on/off source (an
-    # interrupted Poisson process) with equal 10 ms periods, so that it sends at twice
-    # its mean rate while on; its index of dispersion is then 1 + rate x 10 ms.
-    mmpp_on_us: Micros = Field(default=10_000.0, description=(
-        "mmpp: mean length of an on (burst) period (exponential)"))
-    mmpp_off_us: Micros = Field(default=10_000.0, description=(
-        "mmpp: mean length of an off (quiet) period (exponential)"))
-    mmpp_off_fraction: Annotated[float, Field(ge=0, lt=1)] = Field(default=0.0, description=(
-        "mmpp: rate while off as a fraction of the rate while on (0: none, on/off)"))
-    # Illustrative too: a client that sends a page's 4 requests at once on average.
-    batch_size: Annotated[float, Field(ge=1, le=MAX_COUNT)] = Field(default=4.0, description=(
-        "batch: mean number of requests arriving at one instant"))
-    batch_sizes: Literal["geometric", "constant"] = Field(default="geometric", description=(
-        "batch: size distribution (geometric on 1, 2, ... or always batch_size)"))
+    mmpp_on_us: Micros = MMPP_ON_FIELD
+    mmpp_off_us: Micros = MMPP_OFF_FIELD
+    mmpp_off_fraction: OffFraction = MMPP_OFF_FRACTION_FIELD
+    batch_size: BatchSize = BATCH_SIZE_FIELD
+    batch_sizes: Literal["geometric", "constant"] = BATCH_SIZES_FIELD
     trace_file: str | None = Field(default=None, json_schema_extra=FILE, description=(
         "arrival times, one per line (docs/formats.md); with arrival = 'trace'"))
     connections: Count = Field(default=1, description='requests spread over this many connections')
@@ -72,9 +88,7 @@ class OpenLoopCfg(KeepAlive):
                               f"{self.arrival!r})")
         elif self.rate_per_s is None:
             raise ConfigError("rate_per_s", "an open-loop workload needs a rate")
-        if self.batch_sizes == "constant" and self.batch_size != round(self.batch_size):
-            raise ConfigError("batch_size", f"constant batches hold a whole number of "
-                              f"requests (got {self.batch_size:g})")
+        _whole_constant_batches(self)
         return self
 
 
@@ -93,13 +107,31 @@ class InjectCfg(ServiceShape):
 
 
 class ConnectionsCfg(KeepAlive):
-    """Many connections, each with its own Poisson stream of requests."""
+    """Many connections, each with its own Poisson stream of requests. Bursty arrivals
+    (mmpp, batch) modulate the streams together: one on/off environment (a flash
+    crowd) switches every connection's stream at once, and the superposed stream is
+    the MMPP or batch process at the total rate, each request on a connection chosen
+    at random (as the open kind spreads its own), so each connection sees that MMPP
+    thinned (an MMPP with the same periods) and a batch may span connections."""
 
     kind: Literal["connections"]
     connections: Count = 100
     rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] = Field(
         default=1000.0, description='total over all connections')
-    arrival: Literal["poisson", "constant"] = "poisson"
+    arrival: Literal["poisson", "constant", "mmpp", "batch"] = Field(
+        default="poisson", description=(
+            "poisson, constant, mmpp (every connection's stream switched on and off "
+            "together), batch (Poisson batches over the connections, M^X)"))
+    mmpp_on_us: Micros = MMPP_ON_FIELD
+    mmpp_off_us: Micros = MMPP_OFF_FIELD
+    mmpp_off_fraction: OffFraction = MMPP_OFF_FRACTION_FIELD
+    batch_size: BatchSize = BATCH_SIZE_FIELD
+    batch_sizes: Literal["geometric", "constant"] = BATCH_SIZES_FIELD
+
+    @model_validator(mode="after")
+    def _whole_batches(self):
+        _whole_constant_batches(self)
+        return self
 
 
 class OpenLoop(Workload):
