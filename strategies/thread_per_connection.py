@@ -34,6 +34,7 @@ from collections import deque
 
 from pydantic import Field
 
+from warmcore.simcore.config import ConfigError
 from warmcore.strategies.base import StrategyParams, Strategy, register
 
 
@@ -65,6 +66,12 @@ class ThreadPerConnection(Strategy):
     Params = Params
 
     def start(self) -> None:
+        if getattr(self.ctx.cfg.workload, "timeout_closes", False):
+            # A closed connection's thread would stay blocked in read until its
+            # keep-alive timeout: the EOF that frees it is not modelled.
+            raise ConfigError("workload.timeout_closes", "not modelled for "
+                              "thread-per-connection (a closed connection's thread is not "
+                              "freed by its EOF); leave it false")
         self.threads: list[_ConnThread] = []
         self.reading: dict[_ConnThread, None] = {}   # blocked in read, longest first
         self.waiting: deque = deque()                # connections waiting for a thread

@@ -235,3 +235,72 @@ def test_a_closed_system_with_timeouts_conserves_requests(retries):
     assert len(wl.waiting) <= 40
     assert r["rejected"] > 0 and r["timed_out"] > 0
     assert r["goodput_rps"] < r["throughput_rps"]
+
+
+# -- open-loop clients with one request in flight (wrk-style) that time out ----------
+
+def held_cfg(closes: bool, sets: dict | None = None, **run):
+    """mmc's open loop over 8 serial connections, one request in flight each (wrk),
+    clients that stop waiting after 2 ms (``closes``: and close their connection)."""
+    wl = {"kind": "open", "rate_per_s": 1000.0, "connections": 8, "serial": True,
+          "pipelined": False, "client_turnaround_us": 50.0, "service": "exponential",
+          "service_us": 1000.0, "timeout_us": 2000.0, "timeout_closes": closes}
+    return scenario("mmc", {"machine.cores": 1, **(sets or {})}, workload=wl,
+                    **(run or {"requests": 20_000}))
+
+
+def conserved(ctx) -> None:
+    """Every request issued is answered in time, timed out, refused or still awaited
+    (the clients' view), and arrived = completed + refused (heard or not) + withdrawn
+    + in the system (the recorder's)."""
+    rec, wl = ctx.recorder, ctx.workload
+    assert rec.answered + rec.timed_out + rec.rejected + len(wl.waiting) == rec.arrived
+    assert rec.completed + rec.rejected + rec.refused_unheard + rec.abandoned \
+        + rec.in_system == rec.arrived
+
+
+@pytest.mark.parametrize("closes", [False, True])
+def test_held_open_loop_clients_with_timeouts_conserve_requests(closes):
+    """One server at rho 1 (1000 req/s of 1 ms) behind a waiting room of 4: answers,
+    timeouts and refusals all happen; nothing is lost or counted twice, whether the
+    clients wait for late answers (wrk) or close their connection (an HTTP client)."""
+    from warmcore.build import build, finish, run_built
+
+    ctx = build(held_cfg(closes, {"strategy.params.queue_capacity": 4}), 3)
+    r = finish(ctx, run_built(ctx))
+    rec = ctx.recorder
+    assert rec.answered and rec.timed_out and rec.rejected
+    conserved(ctx)
+    assert bool(rec.abandoned) == closes      # only a closing client withdraws requests
+    assert r["goodput_rps"] < r["throughput_rps"]
+
+
+def reached_server(ctx) -> int:
+    """Requests that left their client: issued less those still held or withdrawn."""
+    wl = ctx.workload
+    return ctx.recorder.arrived - sum(map(len, wl.held)) - ctx.recorder.abandoned
+
+
+@pytest.mark.parametrize("closes", [False, True])
+def test_a_stuck_server_holds_a_waiting_client_but_not_a_closing_one(closes):
+    """A server stuck for 100 ms per request (deterministic), 1000 req/s over 8
+    connections for 0.3 s. Either way the generator keeps its schedule (about 300
+    issued). wrk's clients wait for each late answer on the same connection, so
+    after the first 8 only the few answered connections send again (under 30 reach
+    the server); clients that close on a 2 ms timeout send on a new connection, and
+    nearly every request that was not withdrawn reaches the server (over 250)."""
+    from warmcore.build import build, finish, run_built
+
+    ctx = build(held_cfg(closes, {"workload.service": "deterministic",
+                                  "workload.service_us": 100_000.0},
+                         duration_s=0.3, warmup=0.0), 5)
+    finish(ctx, run_built(ctx))
+    rec, wl = ctx.recorder, ctx.workload
+    assert 250 < rec.arrived < 350
+    conserved(ctx)
+    if closes:
+        assert reached_server(ctx) > 250
+        assert len(wl.connections) > 200     # a new connection per timed-out request
+    else:
+        assert reached_server(ctx) < 30
+        assert len(wl.connections) == 8

@@ -162,11 +162,20 @@ class OpenLoop(Workload):
         # One request in flight per connection (wrk, wrk2): the ones due meanwhile wait
         # at the client; ``unanswered[c]`` from a send until its response.
         self.held = None
+        # The client slot each pick names: its connection (a list of its own once a
+        # client may close its connection and open another, timeout_closes).
+        self.slots = self.connections
+        self.closes = False
         # (the open and connections kinds; injected events are never held at a client)
         if self.serial and not getattr(wl, "pipelined", True):
             self.held = [deque() for _ in range(n)]
             self.unanswered = [False] * n
             self.turnaround_s = wl.client_turnaround_us * 1e-6
+            if wl.timeout_closes:
+                self.closes = True
+                self.slots = list(self.connections)
+                self.slot_of = list(range(n))       # by connection id
+                self.sent: list = [None] * n        # by connection id: the request in flight
 
     # Event elision. An arrival needs an event of its own only if something reacts
     # to it at that instant: an idle thread to wake. A strategy that can tell says so
@@ -190,6 +199,11 @@ class OpenLoop(Workload):
         self.arrive = self.ctx.recorder.arrive
         self.on_arrival = self.ctx.strategy.on_arrival
         self.wakes = self.ctx.strategy.arrival_wakes
+        if self.closes:
+            # A client that closes on a timeout acts at its requests' instants (it
+            # sends a held request on a new connection): each arrival is delivered at
+            # its own time, never deferred until a server thread goes idle.
+            self.wakes = lambda: True
         self.ctx.recorder.catch_up = self.catch_up
         self.ctx.arrivals_may_wake = self.poke
         self._schedule()
@@ -218,7 +232,7 @@ class OpenLoop(Workload):
     def _deliver_next(self) -> None:
         t = self.t_next
         self.t_next = self.rec.next_due = t + self.gap()
-        c = self.connections[int(self.pick())] if self.pick else self.connections[0]
+        c = self.slots[int(self.pick())] if self.pick else self.slots[0]
         req = self.make(t, c.id)
         self.arrive(req)
         if self.timeout_s:
@@ -251,6 +265,13 @@ class OpenLoop(Workload):
             return
         conn = self.connections[req.conn]
         conn.busy = False
+        if self.closes:
+            self.sent[conn.id] = None
+        self._send_next_held(conn)
+
+    def _send_next_held(self, conn: Connection) -> None:
+        """``conn`` has no request in flight: its client sends the next it holds,
+        client_turnaround_us from now."""
         held = self.held[conn.id]
         if not held:
             self.unanswered[conn.id] = False
@@ -264,8 +285,60 @@ class OpenLoop(Workload):
 
     def _send_held(self, conn: Connection, req: Request) -> None:
         """The request reaches the server's socket."""
+        if self.closes:
+            if req.id not in self.waiting:  # timed out on its way out: not sent
+                self.ctx.recorder.abandon(req)
+                self._send_next_held(conn)
+                return
+            req.conn = conn.id              # (it may have been due on a closed one)
+            self.sent[conn.id] = req
         if notify_after_append(conn, req):
             self.ctx.strategy.on_arrival(conn)
+
+    # -- a client that gives up closes its connection (workload.timeout_closes) -------
+    #
+    # wrk and wrk2 do not: a response later than --timeout is counted as a timeout
+    # when it arrives (wrk.c response_complete: stats_record fails) or, in wrk2, by
+    # check_timeouts every 2 s, and the connection keeps waiting for it; they
+    # reconnect only on a socket error or a response without keep-alive
+    # (reconnect_socket). An HTTP client with a request timeout gives up instead:
+    # Jetty's HttpClient aborts the exchange and closes its HTTP/1.1 connection (a
+    # response may still come on it), and aborts the requests still queued for a
+    # connection (HttpDestination); the JDK's java.net.http.HttpClient likewise
+    # opens a new connection after an HttpTimeoutException.
+
+    def gave_up(self, req: Request) -> None:
+        if not self.closes or req.id in self.waiting:
+            return
+        cid = req.conn
+        if self.sent[cid] is req:           # in flight: close and reconnect
+            self.sent[cid] = None
+            self._reconnect(self.connections[cid])
+            return
+        held = self.held[cid]
+        if req in held:                     # still at the client: never sent
+            held.remove(req)
+            self.ctx.recorder.abandon(req)
+
+    def _reconnect(self, old: Connection) -> None:
+        """``old``'s client opens a new connection (the server still holds ``old`` and
+        finishes what it has on it); its waiting requests move over, the first sent
+        client_turnaround_us later (the new connection's handshake)."""
+        new = Connection(len(self.connections), self.serial)
+        self.connections.append(new)
+        slot = self.slot_of[old.id]
+        self.slot_of.append(slot)
+        self.slots[slot] = new
+        self.sent.append(None)
+        held = self.held[old.id]
+        self.held[old.id] = deque()
+        self.held.append(held)
+        self.unanswered.append(False)
+        for req in held:
+            req.conn = new.id
+        if held:
+            self.unanswered[new.id] = True
+            self._send_next_held(new)
 
     def _send_held_later(self, conn: Connection, req: Request) -> None:
         k = self.ctx.kernel                     # outside any thread: as _arrival_event
@@ -288,7 +361,6 @@ class OpenLoop(Workload):
     def _trace_arrivals(self):
         env = self.env
         make = self.factory.make
-        conns = self.connections
         pick = self.pick
         rec = self.ctx.recorder
         for t in self.times:
@@ -296,7 +368,7 @@ class OpenLoop(Workload):
                 yield env.timeout(t - env.now)
             if rec.overflowed:          # arrivals at one instant never advance time
                 return
-            c = conns[int(pick())] if pick else conns[0]
+            c = self.slots[int(pick())] if pick else self.slots[0]
             self.deliver(make(env.now, c.id), c)
         self.ctx.recorder.source_exhausted = True
 
