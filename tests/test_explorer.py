@@ -653,6 +653,9 @@ PREPARE |= {k: KERNEL_THREADS for k in ("strategy.params.kernel_start_us",
 # the turnaround matters with one request in flight per (serial) connection
 PREPARE["workload.client_turnaround_us"] = {"workload.serial": True,
                                             "workload.pipelined": False}
+# a client closes its connection on a timeout only if it has one (hello's clients hold
+# one request in flight): 20 us against hello's 7 us handler, so some do time out
+PREPARE["workload.timeout_closes"] = {"workload.timeout_us": 20.0}
 # the event loop's task tunables act on responses coming back from its offload pool:
 # web's backend calls go there instead of through the non-blocking client
 OFFLOAD = {"strategy.params.async_backend": False, "strategy.params.offload": 8}
