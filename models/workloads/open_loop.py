@@ -338,7 +338,10 @@ class OpenLoop(Workload):
             req.conn = new.id
         if held:
             self.unanswered[new.id] = True
+            k = self.ctx.kernel             # a timer's callback: as _arrival_event
+            k.collect_wakes()
             self._send_next_held(new)
+            k.run_collected()
 
     def _send_held_later(self, conn: Connection, req: Request) -> None:
         k = self.ctx.kernel                     # outside any thread: as _arrival_event
