@@ -41,6 +41,8 @@ class Recorder:
         self.answered = 0
         self.timed_out = 0
         self.rejected = 0
+        self.abandoned = 0          # withdrawn by their client before being sent
+        self.refused_unheard = 0    # refused after their client had timed out
         self.outcomes_at_measure = (0, 0, 0)
         self.completed_warmup = 0   # completions before the window
         self.measured = 0           # completions in the window
@@ -152,8 +154,28 @@ class Recorder:
         """``req``'s client stopped waiting (the server may still finish it)."""
         self.timed_out += 1
 
-    def reject(self, req) -> None:
-        """The server refused ``req`` (a full queue): it leaves the system now."""
+    def reject(self, req, heard: bool = True) -> None:
+        """The server refused ``req`` (a full queue): it leaves the system now. Counted
+        rejected if its client ``heard`` it; one that had timed out already is counted
+        there only (each request has one outcome)."""
+        n = self._leave()
+        if heard:
+            self.rejected += 1
+        else:
+            self.refused_unheard += 1
+        self._ended(n)
+
+    def abandon(self, req) -> None:
+        """``req``'s client withdrew it before sending it (its timeout passed while it
+        waited at the client, workload.timeout_closes): it leaves the system now, never
+        having reached the server."""
+        n = self._leave()
+        self.abandoned += 1
+        self._ended(n)
+
+    def _leave(self) -> int:
+        """A request leaves the system without a completion: the time-average of the
+        requests in it is brought up to now. Returns how many were in it."""
         now = clock(self.env)
         if now >= self.next_due:
             self.catch_up(now)
@@ -161,11 +183,14 @@ class Recorder:
         self.area += n * (now - self.t_last)
         self.t_last = now
         self.in_system = n - 1
-        self.rejected += 1
-        # A refusal ends its request as a completion does: run.requests (and the
-        # warm-up's share of it) counts both, so a run that refuses everything still
-        # ends. (The limit is lowered, not the completions' count raised: complete()'s
-        # test stays as it was.)
+        return n
+
+    def _ended(self, n: int) -> None:
+        """A request that left without a completion (``n`` were in the system)."""
+        # A refusal (or a withdrawal) ends its request as a completion does:
+        # run.requests (and the warm-up's share of it) counts both, so a run that
+        # refuses everything still ends. (The limit is lowered, not the completions'
+        # count raised: complete()'s test stays as it was.)
         if self.measuring:
             if self.measure_requests:
                 self.measure_requests -= 1

@@ -140,6 +140,10 @@ class Handler:
 class ArrayBlockingQueueStrategy(Strategy):
     name = "abq"
     summary = "java.util.concurrent.ArrayBlockingQueue per arc, the LMAX paper's comparator"
+    # ArrayBlockingQueue.put awaits notFull on a full queue: back pressure, no refusal.
+    no_queue_capacity = ("its queues are bounded by strategy.params.capacity, and a full "
+                         "one makes the producer wait (ArrayBlockingQueue.put awaits "
+                         "notFull): it refuses nothing")
     Params = Params
 
     def start(self) -> None:

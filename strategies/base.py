@@ -74,6 +74,10 @@ class Strategy:
     name = ""
     summary = ""
     Params: type[BaseModel] = NoParams
+    # Why the strategy has no strategy.params.queue_capacity (issue 31): what its real
+    # class does instead of refusing work when its queue is long. Only strategies whose
+    # Params lack the field need it; the refusal names the strategies that have one.
+    no_queue_capacity = "its model has no queue that refuses work"
 
     def __init__(self, ctx, params: dict):
         self.ctx = ctx
@@ -94,6 +98,11 @@ class Strategy:
         """The strategy's tunables validated (its ``Params``), or a ConfigError naming
         the field where a scenario holds it (``strategy.params.NAME``), the reason and
         the strategy."""
+        if "queue_capacity" in params and "queue_capacity" not in cls.Params.model_fields:
+            raise ConfigError("strategy.params.queue_capacity",
+                              f"strategy {cls.name} cannot bound its queue: "
+                              f"{cls.no_queue_capacity}; a bounded queue is modelled by "
+                              f"{', '.join(bounded_strategies())}")
         try:
             return cls.Params.model_validate(params)
         except ValidationError as e:
@@ -132,6 +141,13 @@ class Strategy:
     def default_threads(self) -> int:
         """Server threads when the scenario does not say: one per server CPU."""
         return self.ctx.cfg.server.threads or len(self.ctx.server_cpus)
+
+
+def bounded_strategies() -> list[str]:
+    """The registered strategies whose tunables include queue_capacity, by name."""
+    return sorted(name for name, cls in REGISTRY.items()
+                  if "queue_capacity" in cls.Params.model_fields
+                  and not getattr(cls, "refuses_queue_capacity", False))
 
 
 def register(cls: type[Strategy]) -> type[Strategy]:

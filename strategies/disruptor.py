@@ -175,6 +175,10 @@ class Consumer:
 class Disruptor(Strategy):
     name = "disruptor"
     summary = "LMAX Disruptor: ring buffer, batching consumers, wait strategies"
+    # Sequencer.next() waits for the slowest consumer on a full ring: back pressure.
+    no_queue_capacity = ("its ring is bounded by strategy.params.ring_size, and a full one "
+                         "makes the publisher wait in next() (the LMAX tests never call "
+                         "tryNext): it refuses nothing")
     Params = Params
 
     def start(self) -> None:

@@ -31,6 +31,12 @@ What Netty 4.1's ``NioEventLoop.run`` does, and what this module models:
   one CAS, and a ``selector.wakeup()`` if the loop sleeps: a second wake).
   The loop then runs that task (writes the response) and reports the request.
   Non-blocking requests stay inline.
+  ``queue_capacity`` bounds the pool's queue (``new ThreadPoolExecutor(n, n, 0,
+  ms, new LinkedBlockingQueue<>(capacity))``; 0: a SynchronousQueue): a blocking
+  request that finds every pool thread busy and the queue full is refused, as
+  ``ThreadPoolExecutor.execute`` does when ``offer`` fails at the maximum pool size
+  (``reject(command)``, the default AbortPolicy throws RejectedExecutionException;
+  the handler's exceptionCaught answers with an error): ``ctx.reject``.
 
 Simplified: no boss group (connections exist before the run), no scheduled
 tasks, one read per ready channel per pass; requests offloaded to the shared
@@ -45,8 +51,9 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from warmcore.simcore.config import ConfigError
 from warmcore.simcore.work import SHARED, Footprint, Segment, compute_part
 from warmcore.strategies.base import StrategyParams, Strategy, register
 from warmcore.strategies.pools import ThreadPoolExecutor, syscall_segment
@@ -75,6 +82,20 @@ class Params(StrategyParams):
     thread_start_us: float = Field(default=140.0, ge=0, description=(
         'Starting an offload pool thread (docs/design/STRATEGIES.md, Loom section: ~140 us).'
     ))
+    queue_capacity: int | None = Field(default=None, ge=0, description=(
+        "Requests the offload pool's queue holds (a LinkedBlockingQueue(capacity); None: "
+        "unbounded, Executors.newFixedThreadPool's default); one more with every pool "
+        "thread busy is refused (AbortPolicy: RejectedExecutionException, the request "
+        "answered with an error). Needs offload; the loops themselves queue nothing."
+    ))
+
+    @model_validator(mode="after")
+    def _capacity_needs_pool(self):
+        if self.queue_capacity is not None and not self.offload:
+            raise ConfigError("queue_capacity", "bounds the offload pool's queue; with "
+                              "offload = 0 there is none (the loops run every handler "
+                              "inline): set strategy.params.offload")
+        return self
     async_backend: bool | None = Field(default=None, description=(
         "The handler's backend call (work.backend_us) is a non-blocking client request "
         "on the channel's own loop, as RxNetty's HttpClient on the server's event loops: "
@@ -126,7 +147,7 @@ class EventLoop(Strategy):
             self.pool = ThreadPoolExecutor(
                 self, "offload", core=p.offload, maximum=p.offload, run_task=self._offloaded,
                 lock_us=p.lock_us, lock_line="offload-queue-lock", tomcat_queue=False,
-                thread_start_us=p.thread_start_us)
+                thread_start_us=p.thread_start_us, capacity=p.queue_capacity)
 
     # -- the network: a channel becomes readable ----------------------------------------
 
@@ -179,7 +200,8 @@ class EventLoop(Strategy):
                         yield t.run(req.produce, req)
                     blk = req.consume.block_s
                     if pool is not None and blk > 0:
-                        yield from pool.execute(t, (req, L))
+                        if not (yield from pool.execute(t, (req, L))):
+                            ctx.reject(req)    # RejectedExecutionException: an error reply
                     elif async_backend and blk > 0 and not req.consume.program:
                         yield t.run(compute_part(req.consume), req)
                         req.consumed_by = t.tid    # (run() knows req.consume only)

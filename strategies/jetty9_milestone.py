@@ -132,6 +132,7 @@ class Jetty9Milestone(JettyServer):
     summary = ("Jetty 9.0 milestone (2012): the selector parses, handling goes to a pool "
                "thread, the next pipelined request is dispatched from the completion")
     Params = MilestoneParams
+    refuses_queue_capacity = True   # MilestoneParams._unbounded_queue says why
     park_on_cpu = True          # a returning pool thread's futex_wait runs before it sleeps
 
     def start(self) -> None:

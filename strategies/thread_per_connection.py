@@ -34,6 +34,7 @@ from collections import deque
 
 from pydantic import Field
 
+from warmcore.simcore.config import ConfigError
 from warmcore.strategies.base import StrategyParams, Strategy, register
 
 
@@ -57,9 +58,20 @@ class _ConnThread:
 class ThreadPerConnection(Strategy):
     name = "thread-per-connection"
     summary = "Tomcat BIO: one thread per connection blocks in read; each request wakes it"
+    # Connections wait for a thread in the executor's TaskQueue, unbounded by default
+    # (StandardThreadExecutor maxQueueSize = Integer.MAX_VALUE); its bound is not modelled.
+    no_queue_capacity = ("connections waiting for one of max_threads threads wait in the "
+                         "executor's TaskQueue, unbounded by default (maxQueueSize "
+                         "Integer.MAX_VALUE), and this model does not bound it")
     Params = Params
 
     def start(self) -> None:
+        if getattr(self.ctx.cfg.workload, "timeout_closes", False):
+            # A closed connection's thread would stay blocked in read until its
+            # keep-alive timeout: the EOF that frees it is not modelled.
+            raise ConfigError("workload.timeout_closes", "not modelled for "
+                              "thread-per-connection (a closed connection's thread is not "
+                              "freed by its EOF); leave it false")
         self.threads: list[_ConnThread] = []
         self.reading: dict[_ConnThread, None] = {}   # blocked in read, longest first
         self.waiting: deque = deque()                # connections waiting for a thread

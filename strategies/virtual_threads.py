@@ -98,6 +98,12 @@ class Carrier:
 class VirtualThreads(Strategy):
     name = "virtual-threads"
     summary = "a Loom virtual thread per request on a ForkJoinPool of carriers"
+    # Each request starts a virtual thread, submitted to the scheduler's ForkJoinPool,
+    # whose queues double (WorkQueue.growArray) up to MAXIMUM_QUEUE_CAPACITY = 1 << 26,
+    # a guard against runaway programs, not a tunable (JDK 21 ForkJoinPool).
+    no_queue_capacity = ("every request starts a virtual thread on a ForkJoinPool, whose "
+                         "queues grow (growArray) up to a fixed runaway guard of 1 << 26 "
+                         "tasks")
     Params = Params
 
     def start(self) -> None:

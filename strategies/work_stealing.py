@@ -127,6 +127,14 @@ class Worker:
 class WorkStealing(Strategy):
     name = "work-stealing"
     summary = "per-worker deques with steal-half, global inject queue, LIFO slot (Tokio/Go)"
+    # The real run queues refuse nothing: Tokio's inject queue is an unbounded linked
+    # list that a full local queue spills into (scheduler/multi_thread/queue.rs
+    # push_overflow), Go's global run queue too (runtime/proc.go globrunqput), and
+    # ForkJoinPool's queues double (WorkQueue.growArray) up to MAXIMUM_QUEUE_CAPACITY =
+    # 1 << 26, a guard against runaway programs, not a tunable (JDK 8+).
+    no_queue_capacity = ("Tokio's and Go's global queues are unbounded "
+                         "lists a full local queue spills into, ForkJoinPool's double "
+                         "(growArray) up to a fixed runaway guard of 1 << 26 tasks")
     Params = Params
 
     def start(self) -> None:

@@ -68,3 +68,77 @@ def test_the_milestone_refuses_a_bounded_queue():
     with pytest.raises(ConfigError, match="queue_capacity.*not modelled"):
         run("ewyk", {"strategy.name": "jetty9-milestone",
                      "strategy.params.queue_capacity": 8, **EWYK_OVERLOAD}, requests=100)
+
+
+# -- the other strategies: a bounded offload pool, and one clear refusal elsewhere ------
+
+def offload_cfg(capacity, rate=50.0, requests=6_000):
+    """hello's event loops with blocking handlers (a 10 ms backend call that blocks its
+    thread) offloaded to a pool of one thread over a queue of ``capacity``."""
+    return scenario("hello", {"strategy.name": "event-loop", "strategy.params.offload": 1,
+                              "strategy.params.queue_capacity": capacity,
+                              "work.backend_us": 10_000.0, "work.backend_async": False,
+                              "workload.rate_per_s": rate, "workload.connections": 50},
+                    requests=requests)
+
+
+def test_event_loop_offload_pool_with_no_waiting_room_blocks_as_erlang_b():
+    """One pool thread behind a SynchronousQueue (queue_capacity 0) is an M/G/1/1 loss
+    system: Erlang B for one server, B = a / (1 + a), insensitive to the service
+    distribution. 50 req/s x (10 ms + about 10 us of CPU) = a 0.5: a third refused."""
+    from tests.helpers import ci, replicate
+
+    a = 50.0 * 10.01e-3
+    theory = a / (1 + a)
+    mean, half = ci(replicate(offload_cfg(0), lambda r: r["rejected_rate"], 8))
+    assert abs(mean - theory) <= half, (mean, theory, half)
+    assert half < 0.05
+
+
+def test_event_loop_offload_refusals_are_conserved():
+    """A waiting room of 2 at 150 req/s (a = 1.5): refusals happen, and every request
+    is answered, refused or still in the system; the pool counted each refusal."""
+    ctx = build(offload_cfg(2, rate=150.0), 1)
+    r = finish(ctx, run_built(ctx))
+    rec = ctx.recorder
+    assert r["rejected"] > 0
+    assert rec.arrived == rec.completed + rec.rejected + rec.in_system
+    assert ctx.strategy.pool.rejected == rec.rejected
+
+
+def test_event_loop_queue_capacity_needs_an_offload_pool():
+    from warmcore.simcore.config import ConfigError
+
+    with pytest.raises(ConfigError, match="strategy.params.queue_capacity.*offload"):
+        run("hello", {"strategy.name": "event-loop", "strategy.params.queue_capacity": 4},
+            requests=100)
+
+
+@pytest.mark.parametrize("strategy, why", [
+    ("work-stealing", "growArray"), ("virtual-threads", "ForkJoinPool"),
+    ("abq", "ArrayBlockingQueue.put"), ("disruptor", "next()"),
+    ("thread-per-connection", "TaskQueue")])
+def test_strategies_without_a_bounded_queue_refuse_queue_capacity(strategy, why):
+    """One line naming the field, what the real class does instead, and the strategies
+    that do bound their queue; exit status 2 from the command line."""
+    from tests.fuzzing import run_cli
+
+    p = run_cli(["run", "mmc", "--set", f"strategy.name={strategy}", "--set",
+                 "strategy.params.queue_capacity=4", "--requests", "100"])
+    assert p.code == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert "strategy.params.queue_capacity" in lines[0] and why in lines[0]
+    assert "shared-queue, thread-pool" in lines[0]
+
+
+def test_every_strategy_takes_or_refuses_queue_capacity():
+    """No strategy ignores the field: each either declares it or refuses it by name."""
+    from warmcore.registry import strategies
+    from warmcore.simcore.config import ConfigError
+
+    for cls in strategies().values():
+        if "queue_capacity" in cls.Params.model_fields:
+            continue
+        with pytest.raises(ConfigError, match="strategy.params.queue_capacity"):
+            cls.validate_params({"queue_capacity": 4})

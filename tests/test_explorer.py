@@ -653,6 +653,9 @@ PREPARE |= {k: KERNEL_THREADS for k in ("strategy.params.kernel_start_us",
 # the turnaround matters with one request in flight per (serial) connection
 PREPARE["workload.client_turnaround_us"] = {"workload.serial": True,
                                             "workload.pipelined": False}
+# a client closes its connection on a timeout only if it has one (hello's clients hold
+# one request in flight): 20 us against hello's 7 us handler, so some do time out
+PREPARE["workload.timeout_closes"] = {"workload.timeout_us": 20.0}
 # the event loop's task tunables act on responses coming back from its offload pool:
 # web's backend calls go there instead of through the non-blocking client
 OFFLOAD = {"strategy.params.async_backend": False, "strategy.params.offload": 8}
@@ -669,7 +672,8 @@ SHORT_RUN = "the 400-request run (about 8 ms simulated) ends before the governor
 TOP_CLOCK = ("one core is always busy: ondemand's package-wide load is 100%, so it "
              "holds the top clock whatever its tunables")
 ONE_THREAD = "pc serves the one connection on one thread on one core"
-MMC_POISSON = "mmc's arrivals are Poisson: the MMPP's and batches' tunables are read " \
+MMC_POISSON = "the scenario's arrivals are Poisson (hello's connections, drawn there " \
+              "first, or mmc's open loop): the MMPP's and batches' tunables are read " \
               "only with arrival = 'mmpp' or 'batch'"
 NO_RETRY = "web's clients have no timeout and its server refuses nothing: nothing is retried"
 # lmax-latency: the Disruptor's busy-spin three-stage pipeline, one producer, one

@@ -100,6 +100,46 @@ def test_batch_arrivals_mx_m1_match_their_formula(sizes, mean_x):
     assert half < 0.1 * theory
 
 
+def connections_cfg(arrival: str, requests: int = 40_000, **sets):
+    """mg1_cfg's M/./1 at rho 0.5 with its stream spread over 100 keep-alive connections
+    (the connections kind; not serial, so no connection holds a request back)."""
+    wl = {"kind": "connections", "connections": 100, "serial": False, "rate_per_s": 500.0,
+          "service": "exponential", "service_us": 1000.0, "arrival": arrival, **sets}
+    return scenario("mmc", {"machine.cores": 1}, workload=wl, requests=requests,
+                    warmup=0.2), 500.0
+
+
+def test_connections_mmpp_run_arrives_at_its_mean_rate():
+    """The connections kind's MMPP (one on/off environment switching every connection's
+    stream): its arrivals in the window over its length are the long-run rate."""
+    cfg, rate = connections_cfg("mmpp", requests=20_000)
+    per_s = replicate(cfg, lambda r: r["arrived"] / r["sim_seconds"], 8)
+    mean, half = ci(per_s)
+    assert abs(mean - rate) <= half, (mean, rate, half)
+
+
+def test_connections_batch_arrivals_match_mx_m1():
+    """Batches over the connections kind: the superposed stream is M^X, so one server
+    at rho 0.5 with geometric batches of mean 4 waits Wq = 7 ms, as on the open kind."""
+    from warmcore.simcore.arrivals import batch_moments
+    from warmcore.simcore.theory import mxg1_wait
+
+    cfg, rate = connections_cfg("batch")
+    ex, ex2 = batch_moments(4.0, "geometric")
+    theory = mxg1_wait(rate, 1e-3, 1.0, ex, ex2)
+    mean, half = ci(replicate(cfg, WAIT, 10))
+    assert abs(mean - theory) <= half, (mean, theory, half)
+    assert half < 0.1 * theory
+
+
+def test_connections_mmpp_waits_more_than_poisson_at_the_same_rate():
+    """Bursts at the same mean rate: an on/off source sends at twice its rate while on
+    (rho 1 for 10 ms at a time), so the wait grows far above M/M/1's 1 ms."""
+    cfg, _ = connections_cfg("mmpp", requests=20_000)
+    mean, half = ci(replicate(cfg, WAIT, 6))
+    assert mean - half > 3 * 1e-3, (mean, half)
+
+
 # -- bounded queues --------------------------------------------------------------------
 
 REJECTED = lambda r: r["rejected_rate"]            # noqa: E731
@@ -195,3 +235,72 @@ def test_a_closed_system_with_timeouts_conserves_requests(retries):
     assert len(wl.waiting) <= 40
     assert r["rejected"] > 0 and r["timed_out"] > 0
     assert r["goodput_rps"] < r["throughput_rps"]
+
+
+# -- open-loop clients with one request in flight (wrk-style) that time out ----------
+
+def held_cfg(closes: bool, sets: dict | None = None, **run):
+    """mmc's open loop over 8 serial connections, one request in flight each (wrk),
+    clients that stop waiting after 2 ms (``closes``: and close their connection)."""
+    wl = {"kind": "open", "rate_per_s": 1000.0, "connections": 8, "serial": True,
+          "pipelined": False, "client_turnaround_us": 50.0, "service": "exponential",
+          "service_us": 1000.0, "timeout_us": 2000.0, "timeout_closes": closes}
+    return scenario("mmc", {"machine.cores": 1, **(sets or {})}, workload=wl,
+                    **(run or {"requests": 20_000}))
+
+
+def conserved(ctx) -> None:
+    """Every request issued is answered in time, timed out, refused or still awaited
+    (the clients' view), and arrived = completed + refused (heard or not) + withdrawn
+    + in the system (the recorder's)."""
+    rec, wl = ctx.recorder, ctx.workload
+    assert rec.answered + rec.timed_out + rec.rejected + len(wl.waiting) == rec.arrived
+    assert rec.completed + rec.rejected + rec.refused_unheard + rec.abandoned \
+        + rec.in_system == rec.arrived
+
+
+@pytest.mark.parametrize("closes", [False, True])
+def test_held_open_loop_clients_with_timeouts_conserve_requests(closes):
+    """One server at rho 1 (1000 req/s of 1 ms) behind a waiting room of 4: answers,
+    timeouts and refusals all happen; nothing is lost or counted twice, whether the
+    clients wait for late answers (wrk) or close their connection (an HTTP client)."""
+    from warmcore.build import build, finish, run_built
+
+    ctx = build(held_cfg(closes, {"strategy.params.queue_capacity": 4}), 3)
+    r = finish(ctx, run_built(ctx))
+    rec = ctx.recorder
+    assert rec.answered and rec.timed_out and rec.rejected
+    conserved(ctx)
+    assert bool(rec.abandoned) == closes      # only a closing client withdraws requests
+    assert r["goodput_rps"] < r["throughput_rps"]
+
+
+def reached_server(ctx) -> int:
+    """Requests that left their client: issued less those still held or withdrawn."""
+    wl = ctx.workload
+    return ctx.recorder.arrived - sum(map(len, wl.held)) - ctx.recorder.abandoned
+
+
+@pytest.mark.parametrize("closes", [False, True])
+def test_a_stuck_server_holds_a_waiting_client_but_not_a_closing_one(closes):
+    """A server stuck for 100 ms per request (deterministic), 1000 req/s over 8
+    connections for 0.3 s. Either way the generator keeps its schedule (about 300
+    issued). wrk's clients wait for each late answer on the same connection, so
+    after the first 8 only the few answered connections send again (under 30 reach
+    the server); clients that close on a 2 ms timeout send on a new connection, and
+    nearly every request that was not withdrawn reaches the server (over 250)."""
+    from warmcore.build import build, finish, run_built
+
+    ctx = build(held_cfg(closes, {"workload.service": "deterministic",
+                                  "workload.service_us": 100_000.0},
+                         duration_s=0.3, warmup=0.0), 5)
+    finish(ctx, run_built(ctx))
+    rec, wl = ctx.recorder, ctx.workload
+    assert 250 < rec.arrived < 350
+    conserved(ctx)
+    if closes:
+        assert reached_server(ctx) > 250
+        assert len(wl.connections) > 200     # a new connection per timed-out request
+    else:
+        assert reached_server(ctx) < 30
+        assert len(wl.connections) == 8

@@ -494,6 +494,21 @@ def _percentile_row(label: str, d: dict, keys: tuple) -> str:
     return f" {label + ' us':<17}" + "  ".join(f"{k} {d[k]:.1f}" for k in keys)
 
 
+def _outcome_rows(r: dict) -> list[str]:
+    """What the clients got (issue 31), when some request was refused or timed out:
+    the window's arrivals, refusals and timeouts with their share of the arrivals, and
+    the goodput (answers in time per second). None otherwise: nothing changed."""
+    rejected, timed_out = r.get("rejected") or 0, r.get("timed_out") or 0
+    if not rejected and not timed_out:
+        return []
+    arrived = r["arrived"]
+
+    def share(k: int) -> str:
+        return f"{k:,} ({k / arrived:.2%})" if arrived else f"{k:,}"
+    return [f" clients          arrived {arrived:,}  rejected {share(rejected)}  "
+            f"timed out {share(timed_out)}  goodput {r['goodput_rps']:,.1f} req/s"]
+
+
 def format_result(r: dict) -> str:
     """A perf-stat-like summary of one result."""
     lat = r["latency_us"]
@@ -508,6 +523,7 @@ def format_result(r: dict) -> str:
         _percentile_row("latency", lat, ("min", "mean", "p50", "p90", "p99", "p999", "max")),
         _percentile_row("service", srv, ("min", "p50", "p90", "p99", "p999", "max")),
         f" wait us          mean {r['wait_us']['mean']:.1f}",
+        *_outcome_rows(r),
         "",
         f" {r['task_clock_ms']:>16,.2f} task-clock (msec)   "
         f"# {r['cpus_utilized']:.3f} CPUs utilized",

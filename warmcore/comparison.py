@@ -33,6 +33,7 @@ COLUMNS = [
 ]
 # Shown when some client was refused or timed out (Result.per_request, has_outcomes).
 OUTCOME_COLUMNS = [
+    ("arrived_rps", "arrived/s", "{:>11,.0f}"),
     ("goodput_rps", "goodput/s", "{:>11,.0f}"),
     ("rejected_pct", "rejected%", "{:>9.2f}"),
     ("timed_out_pct", "timed out%", "{:>10.2f}"),

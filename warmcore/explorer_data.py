@@ -34,6 +34,7 @@ COLUMNS = {
 }
 # Shown when some client was refused or timed out (warmcore.result.has_outcomes).
 OUTCOME_COLUMNS = {
+    "arrived_rps": ("arrived (req/s)", "{:,.0f}", None),
     "goodput_rps": ("goodput (req/s)", "{:,.0f}", "max"),
     "rejected_pct": ("rejected (%)", "{:.2f}", "min"),
     "timed_out_pct": ("timed out (%)", "{:.2f}", "min"),

@@ -203,8 +203,10 @@ class Result(_Part):
                            else math.nan) * 1e6,
             "rps_per_cpu": self.throughput_rps / cpus if cpus > 0 else math.nan,
             "drained": self.drained,
-            # what the clients got (issue 31): answers in time per second, and the
-            # share of arrivals refused or given up on
+            # what the clients got (issue 31): what arrived and what was answered in
+            # time per second, and the share of arrivals refused or given up on
+            "arrived_rps": (self.arrived / self.sim_seconds if self.sim_seconds > 0
+                            else math.nan),
             "goodput_rps": _or_nan(self.goodput_rps),
             "rejected_pct": _or_nan(self.rejected_rate) * 100,
             "timed_out_pct": _or_nan(self.timed_out_rate) * 100,

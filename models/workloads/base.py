@@ -276,11 +276,15 @@ class Workload:
     def rejected(self, req: Request) -> None:
         """The server refused ``req`` (a full queue, called through ctx.reject): it
         leaves the system, its connection may hand over its next request, and its
-        client hears at once (a refused or reset connection, a 503)."""
-        self.waiting.pop(req.id, None)
-        self.ctx.recorder.reject(req)
+        client hears at once (a refused or reset connection, a 503). A client that had
+        already stopped waiting (timed out) hears nothing: its request's outcome is the
+        timeout, counted once, and it does not give up a second time (a closed client
+        would otherwise send twice)."""
+        heard = not self.timeout_s or self.waiting.pop(req.id, None) is not None
+        self.ctx.recorder.reject(req, heard)
         self.release(req)
-        self.gave_up(req)
+        if heard:
+            self.gave_up(req)
 
     def gave_up(self, req: Request) -> None:
         """``req`` timed out or was refused: what its client does next (open loops:

@@ -34,6 +34,31 @@ from warmcore.simcore.kernel import clock, fast_timeout
 from warmcore.simcore.work import Request
 
 
+# The bursty arrivals' tunables, shared by the open and connections kinds. The MMPP's
+# defaults are illustrative, not measured: an on/off source (an interrupted Poisson
+# process) with equal 10 ms periods, so that it sends at twice its mean rate while on;
+# its index of dispersion is then 1 + rate x 10 ms.
+MMPP_ON_FIELD = Field(default=10_000.0, description=(
+    "mmpp: mean length of an on (burst) period (exponential)"))
+MMPP_OFF_FIELD = Field(default=10_000.0, description=(
+    "mmpp: mean length of an off (quiet) period (exponential)"))
+MMPP_OFF_FRACTION_FIELD = Field(default=0.0, description=(
+    "mmpp: rate while off as a fraction of the rate while on (0: none, on/off)"))
+# Illustrative too: a client that sends a page's 4 requests at once on average.
+BATCH_SIZE_FIELD = Field(default=4.0, description=(
+    "batch: mean number of requests arriving at one instant"))
+BATCH_SIZES_FIELD = Field(default="geometric", description=(
+    "batch: size distribution (geometric on 1, 2, ... or always batch_size)"))
+OffFraction = Annotated[float, Field(ge=0, lt=1)]
+BatchSize = Annotated[float, Field(ge=1, le=MAX_COUNT)]
+
+
+def _whole_constant_batches(cfg) -> None:
+    if cfg.batch_sizes == "constant" and cfg.batch_size != round(cfg.batch_size):
+        raise ConfigError("batch_size", f"constant batches hold a whole number of "
+                          f"requests (got {cfg.batch_size:g})")
+
+
 class OpenLoopCfg(KeepAlive):
     """Requests at a set rate, whatever the responses (wrk2, Jetty Load Generator)."""
 
@@ -44,20 +69,11 @@ class OpenLoopCfg(KeepAlive):
             "Markov-modulated Poisson: on/off bursts), batch (Poisson batches, M^X)"))
     rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] | None = Field(
         default=None, description="long-run mean rate of requests (every arrival but trace)")
-    # The MMPP's defaults are illustrative, not measured: an on/off source (an
-    # interrupted Poisson process) with equal 10 ms periods, so that it sends at twice
-    # its mean rate while on; its index of dispersion is then 1 + rate x 10 ms.
-    mmpp_on_us: Micros = Field(default=10_000.0, description=(
-        "mmpp: mean length of an on (burst) period (exponential)"))
-    mmpp_off_us: Micros = Field(default=10_000.0, description=(
-        "mmpp: mean length of an off (quiet) period (exponential)"))
-    mmpp_off_fraction: Annotated[float, Field(ge=0, lt=1)] = Field(default=0.0, description=(
-        "mmpp: rate while off as a fraction of the rate while on (0: none, on/off)"))
-    # Illustrative too: a client that sends a page's 4 requests at once on average.
-    batch_size: Annotated[float, Field(ge=1, le=MAX_COUNT)] = Field(default=4.0, description=(
-        "batch: mean number of requests arriving at one instant"))
-    batch_sizes: Literal["geometric", "constant"] = Field(default="geometric", description=(
-        "batch: size distribution (geometric on 1, 2, ... or always batch_size)"))
+    mmpp_on_us: Micros = MMPP_ON_FIELD
+    mmpp_off_us: Micros = MMPP_OFF_FIELD
+    mmpp_off_fraction: OffFraction = MMPP_OFF_FRACTION_FIELD
+    batch_size: BatchSize = BATCH_SIZE_FIELD
+    batch_sizes: Literal["geometric", "constant"] = BATCH_SIZES_FIELD
     trace_file: str | None = Field(default=None, json_schema_extra=FILE, description=(
         "arrival times, one per line (docs/formats.md); with arrival = 'trace'"))
     connections: Count = Field(default=1, description='requests spread over this many connections')
@@ -72,9 +88,7 @@ class OpenLoopCfg(KeepAlive):
                               f"{self.arrival!r})")
         elif self.rate_per_s is None:
             raise ConfigError("rate_per_s", "an open-loop workload needs a rate")
-        if self.batch_sizes == "constant" and self.batch_size != round(self.batch_size):
-            raise ConfigError("batch_size", f"constant batches hold a whole number of "
-                              f"requests (got {self.batch_size:g})")
+        _whole_constant_batches(self)
         return self
 
 
@@ -93,13 +107,31 @@ class InjectCfg(ServiceShape):
 
 
 class ConnectionsCfg(KeepAlive):
-    """Many connections, each with its own Poisson stream of requests."""
+    """Many connections, each with its own Poisson stream of requests. Bursty arrivals
+    (mmpp, batch) modulate the streams together: one on/off environment (a flash
+    crowd) switches every connection's stream at once, and the superposed stream is
+    the MMPP or batch process at the total rate, each request on a connection chosen
+    at random (as the open kind spreads its own), so each connection sees that MMPP
+    thinned (an MMPP with the same periods) and a batch may span connections."""
 
     kind: Literal["connections"]
     connections: Count = 100
     rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE)] = Field(
         default=1000.0, description='total over all connections')
-    arrival: Literal["poisson", "constant"] = "poisson"
+    arrival: Literal["poisson", "constant", "mmpp", "batch"] = Field(
+        default="poisson", description=(
+            "poisson, constant, mmpp (every connection's stream switched on and off "
+            "together), batch (Poisson batches over the connections, M^X)"))
+    mmpp_on_us: Micros = MMPP_ON_FIELD
+    mmpp_off_us: Micros = MMPP_OFF_FIELD
+    mmpp_off_fraction: OffFraction = MMPP_OFF_FRACTION_FIELD
+    batch_size: BatchSize = BATCH_SIZE_FIELD
+    batch_sizes: Literal["geometric", "constant"] = BATCH_SIZES_FIELD
+
+    @model_validator(mode="after")
+    def _whole_batches(self):
+        _whole_constant_batches(self)
+        return self
 
 
 class OpenLoop(Workload):
@@ -130,11 +162,20 @@ class OpenLoop(Workload):
         # One request in flight per connection (wrk, wrk2): the ones due meanwhile wait
         # at the client; ``unanswered[c]`` from a send until its response.
         self.held = None
+        # The client slot each pick names: its connection (a list of its own once a
+        # client may close its connection and open another, timeout_closes).
+        self.slots = self.connections
+        self.closes = False
         # (the open and connections kinds; injected events are never held at a client)
         if self.serial and not getattr(wl, "pipelined", True):
             self.held = [deque() for _ in range(n)]
             self.unanswered = [False] * n
             self.turnaround_s = wl.client_turnaround_us * 1e-6
+            if wl.timeout_closes:
+                self.closes = True
+                self.slots = list(self.connections)
+                self.slot_of = list(range(n))       # by connection id
+                self.sent: list = [None] * n        # by connection id: the request in flight
 
     # Event elision. An arrival needs an event of its own only if something reacts
     # to it at that instant: an idle thread to wake. A strategy that can tell says so
@@ -158,6 +199,11 @@ class OpenLoop(Workload):
         self.arrive = self.ctx.recorder.arrive
         self.on_arrival = self.ctx.strategy.on_arrival
         self.wakes = self.ctx.strategy.arrival_wakes
+        if self.closes:
+            # A client that closes on a timeout acts at its requests' instants (it
+            # sends a held request on a new connection): each arrival is delivered at
+            # its own time, never deferred until a server thread goes idle.
+            self.wakes = lambda: True
         self.ctx.recorder.catch_up = self.catch_up
         self.ctx.arrivals_may_wake = self.poke
         self._schedule()
@@ -186,7 +232,7 @@ class OpenLoop(Workload):
     def _deliver_next(self) -> None:
         t = self.t_next
         self.t_next = self.rec.next_due = t + self.gap()
-        c = self.connections[int(self.pick())] if self.pick else self.connections[0]
+        c = self.slots[int(self.pick())] if self.pick else self.slots[0]
         req = self.make(t, c.id)
         self.arrive(req)
         if self.timeout_s:
@@ -219,6 +265,13 @@ class OpenLoop(Workload):
             return
         conn = self.connections[req.conn]
         conn.busy = False
+        if self.closes:
+            self.sent[conn.id] = None
+        self._send_next_held(conn)
+
+    def _send_next_held(self, conn: Connection) -> None:
+        """``conn`` has no request in flight: its client sends the next it holds,
+        client_turnaround_us from now."""
         held = self.held[conn.id]
         if not held:
             self.unanswered[conn.id] = False
@@ -232,8 +285,63 @@ class OpenLoop(Workload):
 
     def _send_held(self, conn: Connection, req: Request) -> None:
         """The request reaches the server's socket."""
+        if self.closes:
+            if req.id not in self.waiting:  # timed out on its way out: not sent
+                self.ctx.recorder.abandon(req)
+                self._send_next_held(conn)
+                return
+            req.conn = conn.id              # (it may have been due on a closed one)
+            self.sent[conn.id] = req
         if notify_after_append(conn, req):
             self.ctx.strategy.on_arrival(conn)
+
+    # -- a client that gives up closes its connection (workload.timeout_closes) -------
+    #
+    # wrk and wrk2 do not: a response later than --timeout is counted as a timeout
+    # when it arrives (wrk.c response_complete: stats_record fails) or, in wrk2, by
+    # check_timeouts every 2 s, and the connection keeps waiting for it; they
+    # reconnect only on a socket error or a response without keep-alive
+    # (reconnect_socket). An HTTP client with a request timeout gives up instead:
+    # Jetty's HttpClient aborts the exchange and closes its HTTP/1.1 connection (a
+    # response may still come on it), and aborts the requests still queued for a
+    # connection (HttpDestination); the JDK's java.net.http.HttpClient likewise
+    # opens a new connection after an HttpTimeoutException.
+
+    def gave_up(self, req: Request) -> None:
+        if not self.closes or req.id in self.waiting:
+            return
+        cid = req.conn
+        if self.sent[cid] is req:           # in flight: close and reconnect
+            self.sent[cid] = None
+            self._reconnect(self.connections[cid])
+            return
+        held = self.held[cid]
+        if req in held:                     # still at the client: never sent
+            held.remove(req)
+            self.ctx.recorder.abandon(req)
+
+    def _reconnect(self, old: Connection) -> None:
+        """``old``'s client opens a new connection (the server still holds ``old`` and
+        finishes what it has on it); its waiting requests move over, the first sent
+        client_turnaround_us later (the new connection's handshake)."""
+        new = Connection(len(self.connections), self.serial)
+        self.connections.append(new)
+        slot = self.slot_of[old.id]
+        self.slot_of.append(slot)
+        self.slots[slot] = new
+        self.sent.append(None)
+        held = self.held[old.id]
+        self.held[old.id] = deque()
+        self.held.append(held)
+        self.unanswered.append(False)
+        for req in held:
+            req.conn = new.id
+        if held:
+            self.unanswered[new.id] = True
+            k = self.ctx.kernel             # a timer's callback: as _arrival_event
+            k.collect_wakes()
+            self._send_next_held(new)
+            k.run_collected()
 
     def _send_held_later(self, conn: Connection, req: Request) -> None:
         k = self.ctx.kernel                     # outside any thread: as _arrival_event
@@ -256,7 +364,6 @@ class OpenLoop(Workload):
     def _trace_arrivals(self):
         env = self.env
         make = self.factory.make
-        conns = self.connections
         pick = self.pick
         rec = self.ctx.recorder
         for t in self.times:
@@ -264,7 +371,7 @@ class OpenLoop(Workload):
                 yield env.timeout(t - env.now)
             if rec.overflowed:          # arrivals at one instant never advance time
                 return
-            c = conns[int(pick())] if pick else conns[0]
+            c = self.slots[int(pick())] if pick else self.slots[0]
             self.deliver(make(env.now, c.id), c)
         self.ctx.recorder.source_exhausted = True
 

@@ -178,11 +178,23 @@ class KeepAlive(ServiceShape):
         "not pipelined: from a response to the next request on that connection reaching "
         "the server (network round trip plus the load tool's own handling)"))
 
+    timeout_closes: bool = Field(default=False, description=(
+        "not pipelined, with a timeout_us: a client whose request times out closes its "
+        "connection and sends its next request on a new one (client_turnaround_us "
+        "later), and drops a request whose timeout passes before it is sent, as "
+        "Jetty's and the JDK's HttpClient do; the server still finishes what it has. "
+        "False: the client waits for the late response on the same connection before "
+        "sending its next request, counting the timeout, as wrk and wrk2 do"))
+
     @model_validator(mode="after")
     def _unpipelined_needs_serial(self):
         if not self.pipelined and not self.serial:
             raise ConfigError("pipelined", "one request in flight per connection needs "
                                            "serial connections (serial = true)")
+        if self.timeout_closes and (self.pipelined or self.timeout_us is None):
+            raise ConfigError("timeout_closes", "closes a connection whose one request "
+                              "in flight timed out: it needs pipelined = false and a "
+                              "timeout_us")
         return self
 
 
