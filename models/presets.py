@@ -711,7 +711,8 @@ def with_overrides(preset: Preset, **changes) -> Preset:
         if isinstance(value, list):
             value = tuple(value)
         if key == "extra" and isinstance(value, dict):
-            value = {**data["extra"], **value}
+            value = {**data["extra"], **{k: tuple(v) if isinstance(v, list) else v
+                                         for k, v in value.items()}}
         data[key] = value
     try:
         return Preset.model_validate(data)

@@ -135,3 +135,9 @@ def test_cli_batch_on_the_xeon_with_turbo():
     d = json.loads(out.stdout)
     watts = d["joules"] / d["makespan_s"]
     assert 174.0 < watts < 180.5 and 2.8 <= d["ghz"] < 2.9
+
+
+def test_bins_set_from_a_scenario_as_a_toml_list():
+    # machine.overrides.extra.turbo_bins_ghz = [3.4, 3.2] arrives as a list
+    assert with_overrides(I5, extra={"turbo_bins_ghz": [3.4, 3.2]}).extra.turbo_bins_ghz == (
+        3.4, 3.2)
