@@ -506,6 +506,13 @@ def make_governor(name: str, preset, params: dict | None = None,
 # Controller
 # --------------------------------------------------------------------------
 
+def _package_control(preset):
+    """The package's turbo limits (models.turbo.PackageControl) if its turbo has any."""
+    from warmcore.models.turbo import PackageControl, limits_apply
+
+    return PackageControl(preset) if limits_apply(preset) else None
+
+
 class DvfsController:
     """Frequencies of all CPUs over a run: governor sampling, transitions, reports.
 
@@ -538,14 +545,14 @@ class DvfsController:
         self.n_cpus = len(cpus)
         self.governors = [make_governor(governor, preset, params, userspace_ghz)
                           for _ in self.domains]
-        self.fixed = self.governors[0].fixed
+        gov_fixed = self.governors[0].fixed
         self.latency_s = preset.transition_latency_us * 1e-6
         self.table_ghz = self.governors[0].table_ghz
         self.cpu_domain = [0] * self.n_cpus
         for d, dom in enumerate(self.domains):
             for c in dom:
                 self.cpu_domain[c] = d
-        if self.fixed:
+        if gov_fixed:
             f0 = [g.next_freq(0.0, 0.0, [], []) for g in self.governors]
         else:
             if initial_ghz is None:
@@ -555,6 +562,13 @@ class DvfsController:
                                                                initial_ghz))) / 1e6
             f0 = [g0] * len(self.domains)
         self.cpu_ghz = [f0[self.cpu_domain[c]] for c in range(self.n_cpus)]
+        # each domain's governor request: its clock unless the package's turbo limits
+        # hold it lower (models.turbo; None when the preset's turbo has no limits)
+        self._req = list(f0)
+        self.pcu = _package_control(preset)
+        # the controller is fixed (a plain lookup) only without a PCU changing clocks
+        self.fixed = gov_fixed and self.pcu is None
+        self._gov_fixed = gov_fixed
         self.changes: deque = deque(maxlen=max_changes)
         self.freq_changes = 0                   # changes applied so far (all domains)
         self._listeners: list[Callable[[int, float, float], None]] = []
@@ -581,6 +595,12 @@ class DvfsController:
         self._freq_update_t = [-_INF] * nd      # sugov last_freq_update_time
         self._idle_calls = [0] * n              # times each CPU went idle
         self._saved_idle_calls = [0] * n        # ... at its domain's last evaluation
+        if self.pcu is not None:
+            sock = self.pcu.socket_of
+            self._dom_socket = [sock[dom[0]] for dom in self.domains]
+            self.cpu_ghz[:] = [min(f, self.pcu.ceiling[sock[c]])
+                               for c, f in enumerate(self.cpu_ghz)]
+            self.add_listener(self.pcu.freq_change)
         self._start(0.0)
         if self.fixed:
             cpu_ghz = self.cpu_ghz
@@ -607,7 +627,11 @@ class DvfsController:
         """Start one sampling process per domain (none for fixed governors)."""
         self.env = env
         self._start(env.now)
-        if self.fixed:
+        if self.pcu is not None:
+            self.pcu.start(env.now)
+            for s in range(len(self.pcu.meters)):
+                env.process(self._pcu_loop(env, s))
+        if self._gov_fixed:
             return
         for d in range(len(self.domains)):
             env.process(self._sampler(env, d))
@@ -643,16 +667,43 @@ class DvfsController:
             self._apply(self.cpu_domain[cpu])
         return self.cpu_ghz[cpu]
 
+    def _pcu_loop(self, env, s: int):
+        """Socket ``s``'s package control unit: every interval, its turbo ceiling
+        (models.turbo) applied to the domains of the socket at once."""
+        pcu = self.pcu
+        doms = [d for d, sd in enumerate(self._dom_socket) if sd == s]
+        while True:
+            yield env.timeout(pcu.interval_s)
+            now = env.now
+            for d in doms:                      # a governor change due now goes first
+                self._sync(self.domains[d][0], now)
+            ceiling = pcu.tick(s, now)
+            for d in doms:
+                f = min(self._req[d], ceiling)
+                if f != self.cpu_ghz[self.domains[d][0]]:
+                    self._change(d, now, f)
+
     def _apply(self, d: int) -> None:
         t, f = self._pending[d]
         self._pending[d] = None
+        dom = self.domains[d]
+        for c in dom:
+            self.due_at[c] = _INF
+        self._req[d] = f
+        if self.pcu is not None:                # the package grants at most its ceiling
+            f = min(f, self.pcu.ceiling[self._dom_socket[d]])
+            if f == self.cpu_ghz[dom[0]]:
+                return
+        self._change(d, t, f)
+
+    def _change(self, d: int, t: float, f: float) -> None:
+        """Domain ``d``'s clock becomes ``f`` at ``t``: busy accounting, PELT, listeners."""
         dom = self.domains[d]
         old = self.cpu_ghz[dom[0]]
         self._dom_int[d] += old * (t - self._dom_since[d])
         self._dom_since[d] = t
         scale = self._freq_scale
         for c in dom:
-            self.due_at[c] = _INF
             if self._busy_since[c] >= 0.0:
                 self._cyc[c] += old * (t - self._cyc_t[c])
                 self._cyc_t[c] = t
@@ -676,6 +727,8 @@ class DvfsController:
         self._sync(cpu, now)
         self._busy_since[cpu] = now
         self._cyc_t[cpu] = now
+        if self.pcu is not None:
+            self.pcu.busy(cpu, now, self.cpu_ghz[cpu])
         self.pelt[cpu].update(now, self._running(cpu))
         if self.event_driven:
             self._update_util(self.cpu_domain[cpu], now)
@@ -688,6 +741,8 @@ class DvfsController:
         self._busy_total[cpu] += now - since
         self._cyc[cpu] += self.cpu_ghz[cpu] * (now - self._cyc_t[cpu])
         self._busy_since[cpu] = -1.0
+        if self.pcu is not None:
+            self.pcu.idle(cpu, now)
         self.pelt[cpu].update(now, 0.0)
         self._idle_calls[cpu] += 1
         if self.event_driven:
@@ -722,7 +777,7 @@ class DvfsController:
         utils = [self.pelt[c].value(now) for c in dom]
         boost = self._iowait[d]
         self._iowait[d] = False
-        cur = self.cpu_ghz[dom[0]]
+        cur = self._req[d]           # the request: turbo limits may hold the clock lower
         target = self.governors[d].next_freq(now, cur, loads, utils, boost)
         pend = self._pending[d]
         if self.event_driven:

@@ -154,6 +154,13 @@ class EnergyMeter:
         if self._idle_cores[s] == self._socket_cores[s]:
             self._pkg_from[s] = now + self.deep_after_s
 
+    def active_cores(self, now: float) -> int:
+        """Cores in C0 or C1 at ``now``: a hardware thread of it runs, or it has been idle
+        less than the C6 residency (what Intel's turbo bins count as active cores)."""
+        d = self.deep_after_s
+        return sum(1 for core in range(self.n_cores)
+                   if self._nbusy[core] or now - max(self._idle_since[core], self.t0) < d)
+
     def gated_joules(self, now: float) -> float:
         """Static energy the idle states saved since ``start`` (J)."""
         core_s = self._gated_s

@@ -57,6 +57,21 @@ class PresetExtra(BaseModel):
         "demand misses per 4 KiB page before the streamer has the stream (it tracks "
         "one forward and one backward stream per page and does not cross it; an "
         "assumption of two misses to see a direction)"))
+    turbo_bins_ghz: tuple[Annotated[float, Field(ge=0.01, le=10)], ...] = Field(
+        default=(), max_length=256, description=(
+            "turbo limit by active cores (C0/C1): entry k-1 for k active cores, the last "
+            "for more (Intel SDM vol. 3, MSR_TURBO_RATIO_LIMIT); empty: turbo_ghz whatever "
+            "the count (models.turbo)"))
+    power_limit_tau_s: float = Field(default=0.0, ge=0, le=1000, description=(
+        "RAPL PL1 time window tau (MSR_PKG_POWER_LIMIT POWER_LIMIT_1_TIME): the package "
+        "averages its power with this time constant and keeps the average at or below "
+        "PL1 = tdp_w; 0: no power limit modeled (models.turbo)"))
+    power_limit_2_ratio: float = Field(default=1.25, ge=1, le=10, description=(
+        "PL2 / PL1: the short-term limit (Intel desktop datasheets: PL2 default 1.25 x "
+        "TDP; Xeon E5 datasheet vol. 1: 'typically 20%' above PL1)"))
+    pcu_interval_us: float = Field(default=500.0, ge=10, le=1e6, description=(
+        "how often the package control unit revises the turbo ceiling: frequency changes "
+        "applied on a ~500 us grid (Hackenberg et al., IPDPSW 2015, Haswell-EP)"))
     kernel_smt_share: bool = Field(default=False, description=(
         "kernel work shares the core with busy SMT siblings as user work does (Intel "
         "optimization manual, Hyper-Threading: the logical processors share the "
@@ -218,6 +233,12 @@ class Preset(BaseModel):
             raise ConfigError("smt_throughput", f"needs one total per busy thread count "
                                                 f"1..{self.threads_per_core}, starting at 1.0 "
                                                 f"(got {list(self.smt_throughput)})")
+        bins = self.extra.turbo_bins_ghz
+        if bins and (list(bins) != sorted(bins, reverse=True) or self.turbo_ghz is None
+                     or not self.pstates_ghz[-1] <= bins[-1] <= bins[0] <= self.turbo_ghz):
+            raise ConfigError("extra.turbo_bins_ghz", f"must not rise with the active cores "
+                              f"and lie within the top P-state {self.pstates_ghz[-1]} and "
+                              f"turbo_ghz {self.turbo_ghz} (got {list(bins)})")
         if self.v_min > self.v_max:
             raise ConfigError("v_min", f"{self.v_min} is above v_max {self.v_max}")
         if self.llc_domains_per_socket > self.cores_per_socket:
@@ -291,6 +312,16 @@ def _steps(lo: float, hi: float, step: float) -> tuple[float, ...]:
 #   its single-thread speed (nominal_ips), so each preset has its own without
 #   repeating them here; a preset's extra may override any of them.
 
+# RAPL (models.turbo): PL1 = tdp_w over tau = 1 s and PL2 = 1.25 x TDP, the hardware
+# defaults of Intel's desktop parts (MSR_TURBO_POWER_LIMIT 610h table of the desktop
+# datasheets, vol. 1, e.g. Xeon E3-1200 v3: "POWER_LIMIT_1_TIME ... hardware default
+# value is 1 second", "PL2 ... default ... 1.25 x TDP")
+_CLIENT_RAPL = dict(power_limit_tau_s=1.0, power_limit_2_ratio=1.25)
+# Xeon E5 datasheet vol. 1 (PECI package power limits): PL1 up to TDP, PL2 "typically
+# 20%" above it with no default, tau programmable 0.25-40 s with no default: 1 s taken,
+# the hardware default of the client parts above
+_SERVER_RAPL = dict(power_limit_tau_s=1.0, power_limit_2_ratio=1.2)
+
 I7_3770 = Preset(
     name="i7-3770",
     description="Intel Core i7-3770 (Ivy Bridge, 22 nm, 2012): 4 cores / 8 threads, 8 MiB L3, "
@@ -322,7 +353,9 @@ I7_3770 = Preset(
     v_min=0.85, v_max=1.2, tdp_w=77.0,
     # the L2 streamer: Intel optimization manual, Sandy Bridge (Ivy Bridge the same)
     # "Data Prefetching": up to 20 lines ahead of the load request (models.hardware)
-    extra=PresetExtra(stream_ahead_lines=20.0),
+    # turbo by active cores: not in a source found (ARK gives the 1-core 3.9 only), so
+    # turbo_ghz for any count (docs/model-dvfs-energy-presets.md "Turbo limits")
+    extra=PresetExtra(stream_ahead_lines=20.0, **_CLIENT_RAPL),
 )
 
 I7_920 = Preset(
@@ -350,6 +383,11 @@ I7_920 = Preset(
     ctx_switch_us=2.5, futex_wake_us=1.5, wake_latency_idle_us=50.0, wake_latency_busy_us=5.0,
     static_w_per_core=4.0, package_static_w=20.0, dyn_w_per_core_max=22.0,
     v_min=1.0, v_max=1.25, tdp_w=130.0,
+    # Turbo Boost 1.0: two 133 MHz bins with one active core, one with more (FiringSquad,
+    # "Intel Core i7/i5 Lynnfield performance", 2009: "2.66GHz Core i7-920 automatically
+    # becomes a 2.93GHz CPU ... If only two cores are being used ... 2.80GHz"); no RAPL
+    # (it came with Sandy Bridge): at 130 W its package never reaches its TDP here
+    extra=PresetExtra(turbo_bins_ghz=(2.933, 2.8, 2.8, 2.8)),
 )
 
 I5_2400 = Preset(
@@ -375,6 +413,10 @@ I5_2400 = Preset(
     ctx_switch_us=2.0, futex_wake_us=1.2, wake_latency_idle_us=40.0, wake_latency_busy_us=4.0,
     static_w_per_core=3.0, package_static_w=10.0, dyn_w_per_core_max=16.0,
     v_min=0.85, v_max=1.2, tdp_w=95.0,
+    # turbo 3.4 GHz with one active core, 3.3 with two or three, 3.2 with four (GameStar,
+    # "Intel Core i5 2400", 2011: "Ist nur ein Kern aktiv ... 3,4 GHz, bei Belastung von
+    # zwei oder drei Kernen auf 3,3 GHz. Wenn alle vier Kerne arbeiten ... 3,2 GHz")
+    extra=PresetExtra(turbo_bins_ghz=(3.4, 3.3, 3.3, 3.2), **_CLIENT_RAPL),
 )
 
 I9_7960X = Preset(
@@ -403,6 +445,8 @@ I9_7960X = Preset(
     ctx_switch_us=1.8, futex_wake_us=1.3, wake_latency_idle_us=40.0, wake_latency_busy_us=4.0,
     static_w_per_core=1.5, package_static_w=25.0, dyn_w_per_core_max=16.0,
     v_min=0.75, v_max=1.2, tdp_w=165.0,
+    # a desktop part: the client RAPL defaults; its bins by active cores not found
+    extra=PresetExtra(**_CLIENT_RAPL),
 )
 
 T1000 = Preset(
@@ -515,6 +559,9 @@ XEON_SP = Preset(
     ctx_switch_us=1.8, futex_wake_us=1.3, wake_latency_idle_us=30.0, wake_latency_busy_us=4.0,
     static_w_per_core=1.2, package_static_w=30.0, dyn_w_per_core_max=10.5,
     v_min=0.7, v_max=1.15, tdp_w=150.0,
+    # RAPL holds 20 busy cores near 150 W (issue 35: 264 W at 3.7 GHz without it); the
+    # bins by active cores (Xeon Scalable specification update) not found here
+    extra=PresetExtra(**_SERVER_RAPL),
 )
 
 EPYC_ZEN3 = Preset(
@@ -601,6 +648,7 @@ SERVER_2015 = Preset(
     ctx_switch_us=1.8, futex_wake_us=1.2, wake_latency_idle_us=30.0, wake_latency_busy_us=4.0,
     static_w_per_core=1.5, package_static_w=20.0, dyn_w_per_core_max=11.0,
     v_min=0.75, v_max=1.1, tdp_w=120.0,
+    extra=PresetExtra(**_SERVER_RAPL),      # bins by active cores not found here
 )
 
 PRESETS: dict[str, Preset] = {
@@ -663,7 +711,8 @@ def with_overrides(preset: Preset, **changes) -> Preset:
         if isinstance(value, list):
             value = tuple(value)
         if key == "extra" and isinstance(value, dict):
-            value = {**data["extra"], **value}
+            value = {**data["extra"], **{k: tuple(v) if isinstance(v, list) else v
+                                         for k, v in value.items()}}
         data[key] = value
     try:
         return Preset.model_validate(data)

@@ -639,6 +639,7 @@ VALUES = {
     "strategy.params.workers": 4,                 # fewer than the requests in flight
     "workload.batches": "[4, 2, 1]",              # EWYKBenchmark-style batch sizes
     "strategy.params.ring_size": 4096,            # a power of two
+    "machine.overrides.extra.turbo_bins_ghz": "[3.9, 3.7]",  # within 3.4 and turbo 3.9
 }
 LISTS = ("list", "int+list")
 # Controls set up before the one under test, so that its other value is valid.
@@ -679,6 +680,8 @@ NO_RETRY = "web's clients have no timeout and its server refuses nothing: nothin
 # lmax-latency: the Disruptor's busy-spin three-stage pipeline, one producer, one
 # event every microsecond (the first built-in scenario with the disruptor)
 NO_WRAP = "at one event per microsecond the ring never fills, so the producer never waits"
+# the turbo limits (models/turbo.py) act only with turbo on, off in every preset
+NO_TURBO = "the i7-3770's turbo is off (every preset's default): its limits are not read"
 SAME_NUMBERS = {
     "workload.mmpp_on_us": MMC_POISSON,
     "workload.mmpp_off_us": MMC_POISSON,
@@ -746,6 +749,10 @@ SAME_NUMBERS = {
                                              "once and are never woken to pay it",
     "machine.overrides.extra.sched_yield_us": "no Jetty thread calls sched_yield",
     "machine.overrides.tdp_w": "one busy core draws far less than the power limit",
+    "machine.overrides.extra.turbo_bins_ghz": NO_TURBO,
+    "machine.overrides.extra.power_limit_tau_s": NO_TURBO,
+    "machine.overrides.extra.power_limit_2_ratio": NO_TURBO,
+    "machine.overrides.extra.pcu_interval_us": NO_TURBO,
     "producer.cpus": "the pipeline scenario has no producer process",
     "consumer.cpus": "the pipeline scenario has no consumer process",
     "machine.overrides.smt_throughput": ONE_THREAD + ": its SMT sibling is never busy",
