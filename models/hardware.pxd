@@ -22,6 +22,9 @@ cdef class HardwareMachine:
     cdef list _siblings
     cdef double _fixed_ghz, _nominal_ghz, _stream_ahead, _stream_trigger, _inv_page_lines, _ipc, _l2_cyc, _llc_cyc, _inv_mlp, _dram_ns, _lpi, _ns_llc
     cdef double _ctx_s, _futex_s, _wake_busy_s, _wake_idle_s, _wake_shallow_s, _deep_after_s
+    cdef bint _fgmt
+    cdef double[::1] _share
+    cdef list _capacity
     cdef bint _dvfs, _smt, _kernel_smt, _caches, _coh, _has_l2, _membus_on, _contention
     cdef list _speed, _busy, _core_busy
     cdef list _ghz_now, _due_at

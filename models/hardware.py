@@ -11,7 +11,9 @@ coherence     written lines belong to the writing core; another core's read of
               lines still warm there is a core-to-core transfer (models.coherence)
 contention    contended read-modify-writes serialise on their line (models.coherence)
 membus        DRAM latency loaded by the socket's fill rate (models.membus)
-smt           busy siblings share the core's throughput (models.smt)
+smt           busy siblings share the core's throughput (models.smt): by the
+              preset's curve ("simultaneous"), or on a fine-grained core (the
+              UltraSPARC T1) by filling each other's memory stalls only
 dvfs          per-CPU clock from a cpufreq governor (models.dvfs); off: max clock fixed
 switch_costs  context switch, futex wake, wake-up latency and system calls
               (models.syscalls) from the preset; off: 0
@@ -21,7 +23,10 @@ Cost of one segment on ``cpu`` at ``now`` (``execute``), fields of simcore.work.
 
 * compute cycles = instructions / base_ipc / s(k), s from the SMT curve with k
   the busy hardware threads of the core (this one included); compute_s =
-  cycles / f, f the CPU's current clock.
+  cycles / f, f the CPU's current clock. On a fine-grained core (smt_policy
+  "fine-grained") compute_s is the lone thread's plus its wait for the pipe,
+  (max(1, U / C) - 1) (compute + memory stalls), U the busy threads' pipe shares
+  (models.smt).
 * per footprint (kind THREAD with key None is the running thread):
   L1 (L1i for CODE), L2, LLC warm lines from the cache state of this core and
   this CPU's LLC domain; misses chain m1 = L - w1, m2 = min(m1, L - w2),
@@ -99,7 +104,7 @@ from warmcore.models.cache import CacheState, Hierarchy
 from warmcore.models.coherence import ContendedLines, Directory, Topology
 from warmcore.models.membus import FluidBus, MemoryBus
 from warmcore.models.presets import nominal_ips
-from warmcore.models.smt import speed_table
+from warmcore.models.smt import fine_grained_factor, pipe_share, speed_table
 from warmcore.models.syscalls import SyscallCosts
 from warmcore.simcore.config import ConfigError
 from warmcore.simcore.machine import EFFECTS
@@ -227,6 +232,11 @@ class HardwareMachine:
         self._smt = eff["smt"] and p.threads_per_core > 1
         self._kernel_smt = self._smt and extra.kernel_smt_share
         self._speed = speed_table(p.smt_throughput, p.threads_per_core)
+        # fine-grained multithreading (models/smt.py): each CPU's pipe share d of the
+        # segment it runs, and the pipe's capacity with k busy threads (the curve)
+        self._fgmt = self._smt and p.smt_policy == "fine-grained"
+        self._share = array("d", [1.0] * self.n_cpus)
+        self._capacity = [1.0] + [k * self._speed[k] for k in range(1, len(self._speed))]
         self._busy = [False] * self.n_cpus
         self._core_busy = [0] * topo.n_cores
 
@@ -337,7 +347,7 @@ class HardwareMachine:
         s_per_cyc = 1.0 / (ghz * 1e9)
         ins = seg.instructions
         cyc = ins / self._ipc
-        if self._smt:
+        if self._smt and not self._fgmt:
             k = self._core_busy[self.cpu_core[cpu]] + (0 if self._busy[cpu] else 1)
             cyc = cyc / self._speed[k if k < len(self._speed) else -1]
         compute_s = cyc * s_per_cyc
@@ -400,6 +410,14 @@ class HardwareMachine:
                 if self.lines.cross_llc:     # from another LLC (not t_ns: waiters scale it)
                     llcm += transfers
 
+        if self._fgmt:
+            # the siblings fill only this thread's memory stalls (models/smt.py)
+            waiting = reload_s + coher_s + contend_s
+            share = pipe_share(compute_s, waiting)
+            queued = self._issue_wait(cpu, share, compute_s, waiting, now)
+            compute_s += queued
+            cyc += queued * ghz * 1e9
+
         wait = 0.0
         lines = 0.0
         if dram > 0.0 and self._membus_on:
@@ -452,12 +470,18 @@ class HardwareMachine:
         ghz = self.clock_ghz(cpu, now) if self._dvfs else self._fixed_ghz
         s_per_cyc = 1.0 / (ghz * 1e9)
         cyc = cyc0
-        if self._smt:
+        if self._smt and not self._fgmt:
             k = self._core_busy[self.cpu_core[cpu]] + (0 if self._busy[cpu] else 1)
             cyc = cyc / self._speed[k if k < len(self._speed) else -1]
         compute_s = cyc * s_per_cyc
         reload_s = rcyc * s_per_cyc + dram_s
         contend_s = stall
+        if self._fgmt:
+            f = self._fgmt_factor(cpu, self._share[cpu])
+            if f > 1.0:
+                queued = (f - 1.0) * (compute_s + reload_s + coher_s + contend_s)
+                compute_s += queued
+                cyc += queued * ghz * 1e9
         if lines > 0.0:
             d1 = compute_s + reload_s + coher_s + contend_s + wait
             bus = self.bus
@@ -496,6 +520,12 @@ class HardwareMachine:
             pa[b + i] = parts[i]
         if self.bus is not None and parts[6] > 0.0:
             self.bus.join(self.cpu_socket[cpu], cpu, parts[6], remaining * parts[6], now)
+        if self._fgmt:
+            # the segment's pipe share comes with it (the clock is the T1's one)
+            s_per_cyc = 1.0 / (self.current_ghz(cpu, now) * 1e9)
+            share = pipe_share(parts[0] * s_per_cyc,
+                               parts[1] * s_per_cyc + parts[2] + parts[3] + parts[4])
+            self._set_share(cpu, share, now)
         return self.cost_now(cpu, now)
 
     def flow_end(self, cpu, end):
@@ -535,9 +565,46 @@ class HardwareMachine:
         ghz = self.clock_ghz(cpu, now) if self._dvfs else self._fixed_ghz
         r = self._nominal_ghz / ghz
         if self._kernel_smt:
+            if self._fgmt:          # kernel paths never wait on memory here: d = 1
+                return r * self._fgmt_factor(cpu, 1.0)
             k = self._core_busy[self.cpu_core[cpu]] + (0 if self._busy[cpu] else 1)
             r = r / self._speed[k if k < len(self._speed) else -1]
         return r
+
+    def _fgmt_factor(self, cpu, share):
+        """How many times slower than alone a thread with pipe share ``share`` runs on
+        ``cpu`` with the core's busy siblings: max(1, U / C) (models/smt.py)."""
+        total = share
+        k = 1
+        busy = self._busy
+        shares = self._share
+        for sib in self._siblings[cpu]:
+            if busy[sib]:
+                total += shares[sib]
+                k += 1
+        cap = self._capacity
+        return fine_grained_factor(total, cap[k if k < len(cap) else -1])
+
+    def _set_share(self, cpu, share, now):
+        """``cpu`` now runs a segment with pipe share ``share``: its busy siblings'
+        segments re-rate if it changed (their U did). A CPU not yet busy joins its
+        siblings' U through ``cpu_busy``."""
+        if share == self._share[cpu]:
+            return
+        self._share[cpu] = share
+        if self._busy[cpu] and self.rate_hook is not None:
+            for sib in self._siblings[cpu]:
+                if self._busy[sib]:
+                    self.rate_hook(sib, now)
+
+    def _issue_wait(self, cpu, share, compute_s, waiting, now):
+        """Seconds a segment of ``compute_s`` compute and ``waiting`` memory stalls
+        waits for its fine-grained core's pipe (models/smt.py): (f - 1) (c + m)."""
+        self._set_share(cpu, share, now)
+        f = self._fgmt_factor(cpu, share)
+        if f <= 1.0:
+            return 0.0
+        return (f - 1.0) * (compute_s + waiting)
 
     def switch_cost(self, cpu, prev_key, next_key):
         return self._ctx_s

@@ -200,9 +200,16 @@ class Preset(BaseModel):
     c2c_llc_ns: float = Field(default=40.0, ge=0)
     c2c_cross_llc_ns: float = Field(default=100.0, ge=0)
     c2c_socket_ns: float = Field(default=130.0, ge=0)
-    # SMT: total core throughput for k busy hardware threads, k = 1..threads_per_core
+    # SMT: total core throughput for k busy hardware threads, k = 1..threads_per_core,
+    # of threads that never wait on memory (models/smt.py)
     smt_throughput: tuple[Annotated[float, Field(ge=0.01, le=64)], ...] = Field(
         default=(1.0,), max_length=64)
+    # How the core's hardware threads share it (models/smt.py): "simultaneous"
+    # (Intel Hyper-Threading: the curve above whatever the threads run) or
+    # "fine-grained" (one thread issues each cycle, stalled threads skipped, as the
+    # UltraSPARC T1: the threads fill only each other's memory stalls)
+    smt_policy: Literal["simultaneous", "fine-grained"] = Field(
+        default="simultaneous", description="models/smt.py")
     # Memory
     mem_bw_gbs: float = Field(default=20.0, gt=0, description='per socket')
     mem_channels: int = Field(default=2, gt=0)
@@ -303,7 +310,10 @@ def _steps(lo: float, hi: float, step: float) -> tuple[float, ...]:
 #   request handling), relative figures from per-clock comparisons in the
 #   Anandtech reviews, anchored on the Jetty-8 measurement (0.92 IPC on Ivy
 #   Bridge with its misses): a calibration starting point, not a measurement.
-# * smt_throughput is the total core throughput for k busy threads.
+# * smt_throughput is the total core throughput for k busy threads that never
+#   wait on memory; with smt_policy "fine-grained" the threads' memory stalls add
+#   to it (models/smt.py); "simultaneous" (Hyper-Threading) applies the curve
+#   whatever the threads run (a departure: docs/model.md "Known departures").
 # * ctx_switch_us: Li, Ding, Shen (ExpCS 2007) measured 3.8 us on a 2 GHz
 #   Core-era Xeon; later cores are scaled down by single-thread speed, with
 #   KPTI (2018 kernels) costing back part of it on Meltdown-affected Intel parts.
@@ -460,8 +470,11 @@ T1000 = Preset(
         ("OpenSPARC T1 Microarchitecture Specification (Sun, 2006): 16 KB 4-way L1I, 8 KB 4-way "
          "write-through L1D, 3 MB 12-way banked L2, 4 DDR2 controllers (25.6 GB/s)"),
         ("Kongetira, Aingaran, Olukotun, 'Niagara: a 32-way multithreaded Sparc processor', "
-         "IEEE Micro 25(2), 2005: 6-stage single-issue pipeline, thread switch every cycle, "
-         "L2 hit ~22 cycles, near-linear throughput up to 4 threads per core"),
+         "IEEE Micro 25(2), 2005: 6-stage single-issue pipeline shared by 4 threads, thread "
+         "switch every cycle to the least recently run available thread, a thread waiting "
+         "on a miss or a long-latency op unavailable ('the hardware hides memory and "
+         "pipeline stalls on a given thread by scheduling the other threads'); L2 hit "
+         "~22 cycles"),
         "Sun, UltraSPARC T1 processor overview: 72 W typical at 1.2 GHz, 1.3 V",
     ),
     sockets=1, cores_per_socket=8, threads_per_core=4,
@@ -472,7 +485,12 @@ T1000 = Preset(
     l1d_kib=8, l1d_ways=4, l1i_kib=16, l2_kib=8, l2_ways=4, llc_mib=3, llc_ways=12,
     l1_lat_cyc=3, l2_lat_cyc=3, llc_lat_cyc=22, dram_ns=106.0,
     c2c_smt_ns=3.0, c2c_llc_ns=25.0, c2c_cross_llc_ns=25.0,
-    smt_throughput=(1.0, 1.9, 2.7, 3.3),
+    # Fine-grained multithreading (Kongetira et al. 2005: one single-issue pipe per
+    # 4 threads, "switch between threads every cycle", threads waiting on a miss
+    # unavailable): threads that never stall issue one pipe's worth between them
+    # (1.0 at every k); what more threads deliver comes from their memory stalls
+    # (models/smt.py fine_grained_factor)
+    smt_throughput=(1.0, 1.0, 1.0, 1.0), smt_policy="fine-grained",
     mem_bw_gbs=25.6, mem_channels=4,
     ctx_switch_us=6.0, futex_wake_us=3.0, wake_latency_idle_us=10.0, wake_latency_busy_us=5.0,
     static_w_per_core=2.5, package_static_w=20.0, dyn_w_per_core_max=3.0,

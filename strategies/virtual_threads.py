@@ -13,11 +13,31 @@ JEP 444):
   first mount runs a start segment (``start_us``, ~10 us: docs/design/STRATEGIES.md), then
   the request's produce and the compute part of its consume segment.
 * Blocking (the consume segment's ``block_s``, a backend call) unmounts the
-  virtual thread (``unmount_us``, the continuation's freeze): the carrier goes
-  on with other work. When the call completes, the I/O poller (a platform
-  thread, not modelled as CPU) unparks it: its continuation goes to the
-  poller's submission queue; when it is mounted again (``mount_us``, the thaw) it
-  releases its permit and finishes the request.
+  virtual thread (the continuation's freeze): the carrier goes on with other
+  work. When the call completes, the I/O poller (a platform thread, not
+  modelled as CPU) unparks it: its continuation goes to the poller's
+  submission queue; when it is mounted again (the thaw) it releases its permit
+  and finishes the request.
+* Freeze and thaw are work, not constants (``ContinuationCosts``; JDK 21
+  src/hotspot/share/runtime/continuationFreezeThaw.cpp): ``freeze_fast`` copies
+  the frames from the continuation's entry to ``Continuation.yield`` into the
+  tail stack chunk, a heap object (``copy_to_chunk``); ``thaw_fast`` copies a
+  chunk under 500 words back whole (``threshold = 500; // words``, after
+  ``prefetch_chunk_pd``), a larger one a frame at a time. Each is its path's
+  instructions plus one per word moved, and touches the stack's lines twice: the
+  carrier's stack and the virtual thread's own chunk (a THREAD footprint keyed
+  by the virtual thread: cold again once thousands of others have run, as the
+  cache model decides). The stack is ``stack_frames`` x ``frame_bytes``.
+* The carrier pool's queues are shared lines: a take is a CAS on the queue's
+  slot (``ForkJoinPool.WorkQueue.poll``, contended when carriers steal from the
+  same queue), a push onto a carrier's own queue writes its slot
+  (``WorkQueue.push``), and waking an idle carrier is a CAS on the pool's ``ctl``
+  (``signalWork``) besides the futex wake.
+* A virtual thread that parks on a semaphore enqueues an AQS node
+  (java.util.concurrent.locks.AbstractQueuedSynchronizer.acquire: a new node, a
+  CAS on ``tail``); a release reads the first waiter's node (``signalNext``:
+  written when it queued, behind thousands of others' since) and moves ``head``
+  (a CAS contended by the releasing carriers).
 * ``permits``: a bounded resource (a connection-pool Semaphore, FIFO hand-off)
   held around the blocking call. A virtual thread that finds none parks
   unmounted; the releasing virtual thread unparks the first waiter, whose
@@ -39,7 +59,9 @@ JEP 444):
 
 Simplified: the poller's CPU, ForkJoinPool's compensation threads for pinned
 Object.wait, and non-fair Semaphore barging are not modelled; start and
-mount/unmount costs are charged on the carrier that mounts the thread.
+mount/unmount costs are charged on the carrier that mounts the thread; the
+garbage collector's copying of the parked threads' live stack chunks and of the
+AQS nodes is not charged (docs/model.md "Known departures").
 """
 
 from __future__ import annotations
@@ -49,12 +71,27 @@ from collections import deque
 from pydantic import Field
 
 from warmcore.simcore.rng import block_sampler
-from warmcore.simcore.work import STEP_ACQUIRE, STEP_CALL, STEP_RUN, Segment, compute_part
+from warmcore.simcore.work import (SHARED, STEP_ACQUIRE, STEP_CALL, STEP_RUN, THREAD,
+                                   Footprint, Segment, compute_part)
 from warmcore.strategies.base import StrategyParams, Strategy, register
 from warmcore.strategies.pools import lock_segment
 
 START, CALL, AFTER = 0, 1, 2
 PROGRAM = 3          # a request program: VThread.pc is the next step
+
+# Instructions per 8-byte word that freeze and thaw copy: copy_to_chunk and
+# copy_from_chunk are memcpy of the frames, one load and one store per 16 bytes on
+# x86-64 (glibc's SSE2 memcpy).
+COPY_INS_PER_WORD = 1.0
+WORD_BYTES = 8.0
+# thaw_fast copies a chunk under 500 words whole; above, one frame, and the return
+# barrier thaws each further frame the thread returns into (continuationFreezeThaw.cpp
+# "threshold = 500; // words"); the next freeze copies only the frames thawed since.
+THAW_WHOLE_WORDS = 500.0
+# Frames a parked virtual thread returns through before it parks again when its
+# stack is too big to thaw whole: from doYield back to the task's body (the 14
+# frames of Params.stack_frames' count less the entry's three and the task's run).
+RETURN_FRAMES = 10
 
 
 class Params(StrategyParams):
@@ -63,8 +100,26 @@ class Params(StrategyParams):
     kernel_threads: bool = False
     start_us: float = Field(default=10.0, ge=0, description='virtual thread start')
     kernel_start_us: float = Field(default=140.0, ge=0, description='platform thread start')
-    mount_us: float = Field(default=0.5, ge=0, description='thaw when remounted after a park')
-    unmount_us: float = Field(default=0.5, ge=0, description='freeze when it parks or blocks')
+    stack_frames: int = Field(default=16, ge=0, description=(
+        "frames from the continuation's entry to Continuation.yield when a virtual thread "
+        "parks: 14 on a Semaphore.acquire in JDK 21 (Continuation.enter, enter0, "
+        "VirtualThread.run, the task's run and body, Semaphore.acquire, "
+        "AQS.acquireSharedInterruptibly, AQS.acquire, LockSupport.park, "
+        "VirtualThread.park, yieldContinuation, Continuation.yield, yield0, doYield), "
+        "a few more in a driver's blocking read"))
+    frame_bytes: float = Field(default=96.0, ge=8, description=(
+        "bytes per frame: a compiled x86-64 frame's return address, saved rbp, spills "
+        "and outgoing arguments, 12 words (an estimate, not measured)"))
+    freeze_ins: float = Field(default=500.0, ge=0, description=(
+        "instructions of the freeze path besides the copy (VirtualThread.yieldContinuation "
+        "and afterYield's state CASes, unmount's carrier fields, freeze_fast's checks and "
+        "chunk bookkeeping): an estimate from the code paths, not measured"))
+    thaw_ins: float = Field(default=500.0, ge=0, description=(
+        "instructions of the thaw path besides the copy (VirtualThread.runContinuation's "
+        "mount and state CAS, thaw_fast's checks, the return barrier): an estimate"))
+    queue_op_ins: float = Field(default=50.0, ge=0, description=(
+        "instructions of a ForkJoinPool queue push or poll, or an AQS enqueue or "
+        "signalNext, besides its CAS (an estimate)"))
     pinned: bool = False
     max_kernel_threads: int = Field(default=10_000, gt=0)
     pool: int | None = Field(default=None, gt=0,
@@ -72,6 +127,67 @@ class Params(StrategyParams):
                                          'platform threads (Executors.newFixedThreadPool) '
                                          'instead of a new thread per task')
     lock_us: float = Field(default=0.05, ge=0, description="pool queue's lock per take")
+
+
+class ContinuationCosts:
+    """The segments a virtual thread's freeze and thaw, the carrier pool's queue
+    operations and the semaphore's AQS queue cost (module docstring), as work:
+    instructions and the lines they touch. Freeze and thaw copy ``stack_frames`` x
+    ``frame_bytes`` between the carrier's stack (the running thread's THREAD
+    footprint) and the virtual thread's stack chunk (a THREAD footprint keyed by
+    it, so the cache model finds it warm or cold); a stack of 500 words or more is
+    thawed lazily, so only the RETURN_FRAMES frames a park returns through move."""
+
+    def __init__(self, p, machine):
+        preset = getattr(machine, "preset", None)
+        line = preset.line_bytes if preset is not None else 64
+        frames = p.stack_frames
+        if frames * p.frame_bytes / WORD_BYTES >= THAW_WHOLE_WORDS:
+            frames = min(frames, RETURN_FRAMES)          # lazily, frame by frame
+        stack = frames * p.frame_bytes                   # copied each way per park
+        self.lines = stack / line
+        copy = stack / WORD_BYTES * COPY_INS_PER_WORD
+        self.freeze_ins = p.freeze_ins + copy
+        self.thaw_ins = p.thaw_ins + copy
+        self.op_ins = p.queue_op_ins
+        self.ctl = self._cas(("fjp", "ctl"), "fjp-signal")     # signalWork's CAS on ctl
+        self.polls: dict = {}
+
+    def _cas(self, line, label, *more):
+        return Segment(self.op_ins, (*more, Footprint(SHARED, line, 1.0, True)),
+                       contended_ops=1, contended_line=line, label=label)
+
+    def freeze(self, vt, parks_on=None) -> Segment:
+        """Unmount: copy the frames into the chunk; parking on semaphore ``parks_on``
+        also enqueues its AQS node (a new node, the CAS on the tail)."""
+        fp = (Footprint(THREAD, None, self.lines),
+              Footprint(THREAD, ("vstack", vt.req.id), self.lines, True))
+        if parks_on is None:
+            return Segment(self.freeze_ins, fp, label="vthread-unmount")
+        tail = ("aqs-tail", parks_on)
+        return Segment(self.freeze_ins + self.op_ins,
+                       (*fp, Footprint(THREAD, ("aqs", vt.req.id), 1.0, True),
+                        Footprint(SHARED, tail, 1.0, True)),
+                       contended_ops=1, contended_line=tail, label="vthread-unmount")
+
+    def thaw(self, vt) -> Segment:
+        """Mount: copy the chunk's frames back onto the carrier's stack (a chunk under
+        thaw_fast's 500 words whole)."""
+        return Segment(self.thaw_ins,
+                       (Footprint(THREAD, ("vstack", vt.req.id), self.lines),
+                        Footprint(THREAD, None, self.lines, True)), label="vthread-mount")
+
+    def poll(self, queue: int) -> Segment:
+        """A take from the carrier pool's queue ``queue``: a CAS on its slot."""
+        seg = self.polls.get(queue)
+        if seg is None:
+            seg = self.polls[queue] = self._cas(("fjp", queue), "fjp-poll")
+        return seg
+
+    def signal_next(self, vt, sem) -> Segment:
+        """A release hands on to waiter ``vt``: read its node, CAS the head."""
+        return self._cas(("aqs-head", sem), "aqs-signal",
+                         Footprint(THREAD, ("aqs", vt.req.id), 1.0))
 
 
 class VThread:
@@ -115,10 +231,7 @@ class VirtualThreads(Strategy):
                       "max_live_kernel_threads": 0}
         self.start_seg = Segment(p.start_us * 1e-6 * ips, label="vthread-start") \
             if p.start_us else None
-        self.mount_seg = Segment(p.mount_us * 1e-6 * ips, label="vthread-mount") \
-            if p.mount_us else None
-        self.unmount_seg = Segment(p.unmount_us * 1e-6 * ips, label="vthread-unmount") \
-            if p.unmount_us else None
+        self.cont = ContinuationCosts(p, self.ctx.machine)
         if p.kernel_threads:
             self.waiters: deque = deque()     # kernel threads parked on the semaphore
             self.backlog: deque = deque()     # arrivals waiting for a thread slot
@@ -174,38 +287,45 @@ class VirtualThreads(Strategy):
 
     # -- the carrier pool (ForkJoinPool, asyncMode) -------------------------------------------
 
-    def _push(self, q: deque, vt: VThread, waker) -> None:
+    def _push(self, q: deque, vt: VThread, waker) -> bool:
+        """Push ``vt`` on ``q``; True if that woke an idle carrier (signalWork)."""
         q.append(vt)
         if len(q) == 1:
-            self._signal(waker)
+            return self._signal(waker)
+        return False
 
-    def _signal(self, waker) -> None:
+    def _signal(self, waker) -> bool:
         if self.idle:
             c = self.idle.pop()
             c.idle = False
             self.stats["signals"] += 1
             self.kernel.wake(c.thread, waker)
+            return True
+        return False
 
-    def _find(self, c: Carrier, t) -> VThread | None:
+    def _find(self, c: Carrier, t):
+        """(the next virtual thread for carrier ``c`` or None, the index of the queue it
+        came from in scan_queues, whether taking it woke another carrier)."""
         if c.queue:
-            return c.queue.popleft()
+            return c.queue.popleft(), c.index, False
         queues = self.scan_queues
         n = len(queues)
         start = self.scan_start()
         for i in range(n):
-            q = queues[(start + i) % n]
+            qi = (start + i) % n
+            q = queues[qi]
             if q:
                 vt = q.popleft()
-                if (start + i) % n < len(self.carriers):
+                if qi < len(self.carriers):
                     self.stats["steals"] += 1
-                if q:
-                    self._signal(t)       # signalWork propagation
-                return vt
-        return None
+                woke = bool(q) and self._signal(t)       # signalWork propagation
+                return vt, qi, woke
+        return None, -1, False
 
     def _carrier(self, t, c: Carrier):
+        cont = self.cont
         while True:
-            vt = self._find(c, t)
+            vt, qi, woke = self._find(c, t)
             if vt is None:
                 c.idle = True
                 self.idle.append(c)
@@ -213,6 +333,9 @@ class VirtualThreads(Strategy):
                 yield t.park()
                 continue
             c.current = vt
+            yield t.run(cont.poll(qi))
+            if woke:
+                yield t.run(cont.ctl)
             yield from self._mount(t, c, vt)
             c.current = None
 
@@ -220,8 +343,7 @@ class VirtualThreads(Strategy):
         req = vt.req
         step = vt.step
         if step == PROGRAM:
-            if self.mount_seg is not None:
-                yield t.run(self.mount_seg)
+            yield t.run(self.cont.thaw(vt))
             yield from self._program(t, c, vt)
             return
         if step == START:
@@ -246,16 +368,13 @@ class VirtualThreads(Strategy):
                     self.stats["permit_waits"] += 1
                     vt.step = CALL
                     self.sem_waiters.append(vt)
-                    if self.unmount_seg is not None:
-                        yield t.run(self.unmount_seg)
+                    yield t.run(self.cont.freeze(vt, "permits"))
                     return
                 self.free -= 1
         elif step == CALL:
-            if self.mount_seg is not None:
-                yield t.run(self.mount_seg)
+            yield t.run(self.cont.thaw(vt))
         else:   # AFTER: the blocking call has completed
-            if self.mount_seg is not None:
-                yield t.run(self.mount_seg)
+            yield t.run(self.cont.thaw(vt))
             self._release(c, t)
             self.ctx.done(req, t)
             return
@@ -267,8 +386,7 @@ class VirtualThreads(Strategy):
             self._release(c, t)
             self.ctx.done(req, t)
             return
-        if self.unmount_seg is not None:
-            yield t.run(self.unmount_seg)
+        yield t.run(self.cont.freeze(vt))
         vt.step = AFTER
         self._enter_call()
         self.blocked[req.id] = req
@@ -291,8 +409,7 @@ class VirtualThreads(Strategy):
                 if self.p.pinned:              # blocks the carrier itself
                     yield from self._guarded(t.block(arg), arg)
                     continue
-                if self.unmount_seg is not None:
-                    yield t.run(self.unmount_seg)
+                yield t.run(self.cont.freeze(vt))
                 self._enter_call()
                 self.blocked[req.id] = req
                 self.env.timeout(arg).callbacks.append(lambda _e, vt=vt: self._io_done(vt))
@@ -301,15 +418,17 @@ class VirtualThreads(Strategy):
                 sem = self.vsem[arg]
                 if sem.op is not None:
                     yield t.run(sem.op, req)
-                if sem.waking is vt:               # woken to retry (nonfair)
+                retried = sem.waking is vt
+                if retried:                        # woken to retry (nonfair)
                     if sem.retry(vt):
                         continue                   # else first in line again
                 elif sem.acquire(vt):
                     continue
                 else:
                     self.stats["permit_waits"] += 1   # Semaphore.acquire parks the vthread
-                if self.unmount_seg is not None:
-                    yield t.run(self.unmount_seg)
+                # parks: a new AQS node when it joins the queue (a nonfair waiter that
+                # lost its retry parks again on the node it has, at the head)
+                yield t.run(self.cont.freeze(vt, None if retried else arg))
                 return
             else:
                 sem = self.vsem[arg]
@@ -319,7 +438,9 @@ class VirtualThreads(Strategy):
                 if w is not None:
                     if not sem.fair:
                         w.pc -= 1                  # back to its acquire step, to retry
-                    self._push(c.queue, w, t)
+                    yield t.run(self.cont.signal_next(w, arg))
+                    if self._push(c.queue, w, t):
+                        yield t.run(self.cont.ctl)
         self.ctx.done(req, t)
 
     def _guarded(self, ev, blk):
