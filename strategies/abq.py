@@ -38,7 +38,7 @@ from typing import Literal
 from pydantic import Field
 
 from warmcore.strategies.base import Strategy, StrategyParams, register
-from warmcore.strategies.pools import ParkingLock, lock_segment
+from warmcore.strategies.pools import KERNEL_WORK, ParkingLock, lock_segment, settle
 
 # (producers, [(queues a consumer takes from, queues it puts into)], queues): the
 # paper's arcs of data flow, one queue each; producers put into the queues no
@@ -71,11 +71,13 @@ class BlockingQueue:
 
     __slots__ = ("capacity", "items", "lock", "not_empty", "not_full", "signals")
 
-    def __init__(self, name: str, capacity: int, ips: float, queue_us: float):
+    def __init__(self, name: str, capacity: int, ips: float, queue_us: float, kernel):
         self.capacity = capacity
         self.items: deque = deque()
+        # the lock's state word as a line a contender watches before it parks
+        # (ParkingLock._retry_before_park: JDK 8 AQS acquire)
         self.lock = ParkingLock(name, lock_segment(ips, queue_us, name, "abq")
-                                if queue_us > 0 else None)
+                                if queue_us > 0 else None, line=kernel.spin_line(name))
         self.not_empty: deque = deque()     # the conditions' waiters, longest first
         self.not_full: deque = deque()
         self.signals = 0
@@ -90,12 +92,27 @@ class BlockingQueue:
     def _await(self, t, cond: deque):
         """Generator: Condition.await(): join ``cond``, release the lock (fullyRelease
         wakes the lock's next waiter), park; woken by an unlock after a signal, take
-        the lock again (acquireQueued)."""
+        the lock again (acquireQueued). The kernel work is paid where Linux runs it:
+        FUTEX_WAIT on the waiter's CPU before it sleeps (queued on the futex
+        meanwhile: a wake-up then makes the park return at once), the return from
+        schedule() after the wake-up before its tryAcquire, so neither is inside
+        the lock."""
         cond.append(t)
         self.lock.unlock(t)
         t.syscall("futex_wait")
+        t.prepare_park()
+        yield t.run(KERNEL_WORK)
         yield t.park()
+        yield from settle(t)
         yield from self.lock.relock(t)
+
+    def _unlock(self, t):
+        """Generator: ReentrantLock.unlock(): tryRelease stores state 0, then
+        unparkSuccessor's LockSupport.unpark (a FUTEX_WAKE, if a waiter was woken)
+        runs after the lock is free, so its cost is paid here, outside the lock,
+        not inside the next one the thread takes."""
+        self.lock.unlock(t)
+        yield from settle(t)
 
     def put(self, t, item, req=None):
         """Generator: put(item) on thread ``t``."""
@@ -107,7 +124,7 @@ class BlockingQueue:
         if lock.seg is not None:
             yield t.run(lock.seg, req)
         self._signal(self.not_empty)
-        lock.unlock(t)
+        yield from self._unlock(t)
 
     def take(self, t):
         """Generator: take() on thread ``t``; returns the item."""
@@ -119,7 +136,7 @@ class BlockingQueue:
         if lock.seg is not None:
             yield t.run(lock.seg, item)
         self._signal(self.not_full)
-        lock.unlock(t)
+        yield from self._unlock(t)
         return item
 
 
@@ -147,7 +164,7 @@ class ArrayBlockingQueueStrategy(Strategy):
         ctx = self.ctx
         ips = ctx.machine.nominal_ips
         n_prod, shape, n_queues = TOPOLOGIES[p.topology]
-        self.queues = [BlockingQueue(f"abq-{i}", p.capacity, ips, p.queue_us)
+        self.queues = [BlockingQueue(f"abq-{i}", p.capacity, ips, p.queue_us, self.kernel)
                        for i in range(n_queues)]
         fed = {q for _ins, outs in shape for q in outs}
         self.entry = [self.queues[i] for i in range(n_queues) if i not in fed]
