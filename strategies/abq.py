@@ -20,6 +20,12 @@ putTest`` and ``ThrottledOnePublisherToThreeProcessorPipelineLatencyTest``):
   strategies.pools.ParkingLock; the work under it (the CAS on the lock word, the
   array store or load, ``count``, the indices) is ``queue_us``, a contended
   read-modify-write on the lock's line.
+  A contender retries as JDK 8's AQS does before it parks (``ParkingLock`` with a
+  ``line``: ``acquire``'s ``tryAcquire``, ``addWaiter``, ``acquireQueued``'s two
+  turns) and sees a short critical section end; the kernel work of the futex
+  calls and of a woken thread's switch back is paid outside the lock (after the
+  unlock's ``tryRelease``, before a woken thread's ``tryAcquire``). Without
+  these the queue saturated at LMAX's one event per microsecond (issue 34).
 * Topologies (``topology``, as the Disruptor's): unicast P -> Q -> C; pipeline
   P -> Q1 -> C1 -> Q2 -> C2 -> Q3 -> C3; sequencer P1, P2, P3 -> Q -> C; multicast
   P -> Q1, Q2, Q3 -> C1, C2, C3; diamond P -> Q1 -> C1 -> Q3, P -> Q2 -> C2 -> Q4,

@@ -36,12 +36,14 @@ Model (sources: LMAX-Exchange/disruptor, com.lmax.disruptor.*):
   - "busy-spin" (BusySpinWaitStrategy): spins on the cursor and never leaves
     its CPU (``Thread.spin``, simcore/kernel/spin.py): it sees a publish one
     cache-line transfer after the store; its CPU is busy all the while.
-  - "yielding" (YieldingWaitStrategy): SPIN_TRIES = 100 spins, then
-    Thread.yield() in a loop: a spin that hands its CPU at once to a thread
-    queued there (the 100 spins, about 1 us, are folded into the loop).
-  - "sleeping" (SleepingWaitStrategy): DEFAULT_RETRIES = 200: 100 spins of
-    ``spin_us`` (a bounded spin), 100 yields (a bounded yielding spin of 100
-    sched_yield calls at the machine's price), then
+  - "yielding" (YieldingWaitStrategy): SPIN_TRIES = 100 turns of a counting
+    loop (a bounded spin of 100 x ``spin_turn_cycles`` at the CPU's clock: the
+    loop has no PAUSE), then Thread.yield() in a loop: a yielding spin that hands
+    its CPU at once to a thread queued there and reads the line between
+    sched_yield calls, so an event published during a call is seen when it returns.
+  - "sleeping" (SleepingWaitStrategy): DEFAULT_RETRIES = 200: the same 100
+    turns, 100 yields (a bounded yielding spin of 100 sched_yield calls at the
+    machine's price), then
     LockSupport.parkNanos(DEFAULT_SLEEP = 100 ns) repeatedly, a timed sleep of
     100 ns + timer slack (~50-60 us on Linux).
 * ``pin``: consumer i pinned to server CPU i (mod the server's CPUs), as
@@ -112,7 +114,11 @@ class Params(StrategyParams):
     publish_us: float = Field(default=0.01, ge=0, description='cursor / availableBuffer store')
     claim_us: float = Field(default=0.02, ge=0, description='multi-producer CAS on the cursor')
     signal_us: float = Field(default=0.05, ge=0, description='blocking: lock, signalAll, unlock')
-    spin_us: float = Field(default=0.01, ge=0, description='one spin: cursor read (+ PAUSE)')
+    spin_turn_cycles: float = Field(default=2.0, gt=0, le=1000, description=(
+        "cycles of one turn of YieldingWaitStrategy's and SleepingWaitStrategy's first "
+        "100 turns: the sequence's volatile load, checkAlert's load of `alerted`, the "
+        "counter's decrement, a compare, two branches (about 7 instructions, no PAUSE; "
+        "Nehalem-Sandy Bridge retire one taken branch and 4 instructions a cycle)"))
     spin_ipc: float = Field(default=0.25, gt=0, le=8, description=(
         'instructions per cycle of the spin loop (load, compare, branch, PAUSE of ~10 '
         'cycles on Nehalem-Sandy Bridge: about 4 per 10-16 cycles)'))
@@ -460,19 +466,28 @@ class Disruptor(Strategy):
         strategy's applyWaitMethod does:
 
         * busy-spin (and blocking's wait on a gating sequence): spin;
-        * yielding: SPIN_TRIES spins of ``spin_us`` (a bounded spin), then
-          Thread.yield() in a loop (a yielding spin: it hands its CPU at once to a
-          thread queued there and reads the line between sched_yield calls);
-        * sleeping: the same 100 spins, 100 yields (a bounded yielding spin of 100
+        * yielding: SPIN_TRIES turns of its counting loop (a bounded spin,
+          ``_counting_turns_s``), then Thread.yield() in a loop (a yielding spin:
+          it hands its CPU at once to a thread queued there and reads the line
+          between sched_yield calls, so it sees a write when the call in progress
+          returns);
+        * sleeping: the same 100 turns, 100 yields (a bounded yielding spin of 100
           sched_yield calls at the machine's price), then
-          LockSupport.parkNanos(sleep_ns) + timer slack in a loop."""
+          LockSupport.parkNanos(sleep_ns) + timer slack in a loop.
+
+        LMAX-Exchange/disruptor ``YieldingWaitStrategy.applyWaitMethod`` (``if (0
+        == counter) Thread.yield(); else --counter``, counter from SPIN_TRIES 100
+        at each waitFor) and ``SleepingWaitStrategy.applyWaitMethod`` (``counter >
+        100``: decrement; ``> 0``: decrement and Thread.yield(); else
+        parkNanos), the same in 2.x and 3.x; ``BusySpinWaitStrategy``'s loop
+        only re-reads the sequence (Thread.onSpinWait since 4.0)."""
         p = self.p
         env = self.env
         if p.wait in ("busy-spin", "blocking"):
             while not ready():
                 yield t.spin(line, p.spin_ipc)
             return
-        end = env.now + SPIN_TRIES * p.spin_us * 1e-6
+        end = env.now + self._counting_turns_s(t)
         while not ready() and env.now < end:
             yield t.spin(line, p.spin_ipc, timeout=end - env.now)
         if p.wait == "yielding":
@@ -489,6 +504,12 @@ class Disruptor(Strategy):
         sleep_s = p.sleep_ns * 1e-9 + p.timer_slack_us * 1e-6
         while not ready():
             yield t.block(sleep_s)
+
+    def _counting_turns_s(self, t) -> float:
+        """Seconds of the wait strategies' SPIN_TRIES counting turns on ``t``'s CPU,
+        at its clock now (a loop of L1 hits runs at the core's clock)."""
+        ghz = self.ctx.machine.current_ghz(t.cpu.id, self.env.now)
+        return SPIN_TRIES * self.p.spin_turn_cycles / (ghz * 1e9)
 
     def _me(self, t) -> Consumer:
         return t.data

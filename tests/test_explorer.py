@@ -691,8 +691,8 @@ SAME_NUMBERS = {
     "strategy.params.producer_type": "'single' is what one producer gets by default",
     "strategy.params.claim_us": "a single producer claims without a CAS",
     "strategy.params.signal_us": "busy-spin consumers are never signalled",
-    "strategy.params.spin_us": "busy-spin has no bounded first spins (yielding and "
-                               "sleeping do)",
+    "strategy.params.spin_turn_cycles": "busy-spin has no counting turns (yielding and "
+                                        "sleeping do)",
     "strategy.params.sleep_ns": "busy-spin never sleeps",
     "run.max_in_flight": "the cap is far above the one request in flight",
     "strategy.params.io_ratio": "ioRatio's task budget is checked every 64 tasks "
