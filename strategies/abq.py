@@ -43,6 +43,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from warmcore.strategies.disruptor import check_sources
 from warmcore.strategies.base import Strategy, StrategyParams, register
 from warmcore.strategies.pools import KERNEL_WORK, ParkingLock, lock_segment, settle
 
@@ -170,6 +171,7 @@ class ArrayBlockingQueueStrategy(Strategy):
         ctx = self.ctx
         ips = ctx.machine.nominal_ips
         n_prod, shape, n_queues = TOPOLOGIES[p.topology]
+        check_sources(ctx, n_prod, p.topology)
         self.queues = [BlockingQueue(f"abq-{i}", p.capacity, ips, p.queue_us, self.kernel)
                        for i in range(n_queues)]
         fed = {q for _ins, outs in shape for q in outs}

@@ -88,6 +88,34 @@ TOPOLOGIES = {
 }
 
 
+def topology_threads(topology: str) -> dict:
+    """The producers and consumers an LMAX topology has."""
+    n_prod, gates = TOPOLOGIES[topology]
+    return {"producers": n_prod, "consumers": len(gates)}
+
+
+def sources_field(wl) -> str:
+    """Where a workload sets its number of sources: a stream's producers, a batch's
+    jobs (one connection each), the others' connections."""
+    for name in ("producers", "jobs", "connections"):
+        if name in type(wl).model_fields:
+            return f"workload.{name}"
+    return "workload"
+
+
+def check_sources(ctx, producers: int, topology: str) -> None:
+    """ConfigError if the workload has fewer sources (connections) than the topology
+    has producers: each producer takes the events of its own sources
+    (``conn.id % producers``), so the others would publish nothing and a 3P-1C
+    sequencer would run as 1P-1C without saying so."""
+    n = len(ctx.workload.connections)
+    if n < producers:
+        raise ConfigError(sources_field(ctx.cfg.workload), (
+            f"the {topology} topology's {producers} producers each publish the events "
+            f"of their own sources (connection % {producers}); {n} would leave "
+            f"{producers - n} of them idle: give at least {producers}"))
+
+
 class Params(StrategyParams):
     ring_size: int = Field(default=1024, ge=1, le=1 << 22,
                            description="RingBuffer bufferSize, a power of two; capped at "
@@ -101,7 +129,7 @@ class Params(StrategyParams):
                       "diamond"] = Field(default="sharded", description=(
         "sharded: `consumers` handlers each taking every n-th event; the others are the "
         "LMAX paper's, each handler handling every event, a request done when its last "
-        "handler has run (they set producers and consumers)"))
+        "handler has run (they fix producers and consumers: another number is refused)"))
     pin: bool = False
     producer_wait: Literal["park-nanos", "wake"] = "park-nanos"
     producer_idle: Literal["park", "spin"] = Field(default="park", description=(
@@ -134,9 +162,17 @@ class Params(StrategyParams):
 
     @model_validator(mode="after")
     def _topology_sets_the_threads(self):
+        """An LMAX topology fixes its producers and consumers: a count set to another
+        number is refused (it would be silently replaced), the same number accepted."""
         if self.topology != "sharded":
-            self.producers = TOPOLOGIES[self.topology][0]
-            self.consumers = len(TOPOLOGIES[self.topology][1])
+            fixed = topology_threads(self.topology)
+            for name, n in fixed.items():
+                if name in self.model_fields_set and getattr(self, name) != n:
+                    raise ConfigError(name, (
+                        f"the {self.topology} topology has {n} {name[:-1]}"
+                        f"{'s' if n > 1 else ''} (got {getattr(self, name)}); leave it "
+                        f"unset, or use topology = 'sharded' to choose the number"))
+                setattr(self, name, n)
         return self
 
     @model_validator(mode="after")
@@ -221,6 +257,8 @@ class Disruptor(Strategy):
             # handlers still to run on each slot's event (the terminal ones)
             self.left = [0] * p.ring_size
             self.n_terminal = sum(c.terminal for c in self.consumers)
+        if self.staged:
+            check_sources(ctx, p.producers, p.topology)
         cpus = ctx.server_cpus
         for pr in self.producers:
             pr.line = self.kernel.spin_line(f"disruptor-arrivals-{pr.index}")

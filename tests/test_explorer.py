@@ -657,6 +657,12 @@ PREPARE["workload.client_turnaround_us"] = {"workload.serial": True,
 # web's backend calls go there instead of through the non-blocking client
 OFFLOAD = {"strategy.params.async_backend": False, "strategy.params.offload": 8}
 PREPARE["strategy.params.io_ratio"] = OFFLOAD
+# the Disruptor's thread counts: lmax-latency's pipeline topology fixes them (another
+# number is refused), the sharded one lets them be chosen
+SHARDED = {"strategy.params.topology": "sharded"}
+PREPARE |= {k: SHARDED for k in ("strategy.params.producers", "strategy.params.consumers")}
+# choices drawn as a selectbox whose key is a dotted path (set_controls)
+DOTTED_CHOICES = {"strategy.params.topology"}
 # bool fields that may be left unset, drawn as a selectbox
 OPTIONAL_BOOLS = {"workload.serial", "strategy.params.async_backend"}
 # Controls set in the same Apply as the one under test, which cannot change alone.
@@ -686,8 +692,6 @@ SAME_NUMBERS = {
     "strategy.params.ring_size": NO_WRAP,
     "strategy.params.producer_wait": NO_WRAP,
     "strategy.params.timer_slack_us": NO_WRAP + " (parkNanos) and busy-spin never sleeps",
-    "strategy.params.producers": "the pipeline topology sets one producer",
-    "strategy.params.consumers": "the pipeline topology sets three consumers",
     "strategy.params.producer_type": "'single' is what one producer gets by default",
     "strategy.params.claim_us": "a single producer claims without a CAS",
     "strategy.params.signal_us": "busy-spin consumers are never signalled",
@@ -813,7 +817,8 @@ def open_base(base: str) -> AppTest:
 
 def set_controls(at: AppTest, values: dict) -> None:
     for key, value in values.items():
-        kind = "selectbox" if "." not in key else "checkbox" if isinstance(value, bool) else \
+        kind = "selectbox" if "." not in key or key in DOTTED_CHOICES else \
+            "checkbox" if isinstance(value, bool) else \
             "text_input" if isinstance(value, str) else "number_input"
         if kind == "checkbox" and key in OPTIONAL_BOOLS:
             kind = "selectbox"              # an optional bool: (default), True, False

@@ -263,3 +263,43 @@ def test_a_spinner_sees_a_store_on_the_transfer_or_when_its_sched_yield_returns(
     assert at["seen"] == pytest.approx(t0 + math.ceil((arrive - t0) / turn) * turn,
                                        abs=1e-12)
     assert at["seen"] > arrive + 1e-9
+
+
+# -- a topology fixes its threads: a conflicting count is refused, not replaced -------
+
+@pytest.mark.parametrize("args, field, reason", [
+    (["--set", "strategy.params.producers=2"], "strategy.params.producers",
+     "the pipeline topology has 1 producer (got 2)"),
+    (["--set", "strategy.params.consumers=2"], "strategy.params.consumers",
+     "the pipeline topology has 3 consumers (got 2)"),
+    (["--set", "strategy.params.topology=sequencer"], "workload.connections",
+     "the sequencer topology's 3 producers"),
+    (["--strategy", "abq", "--set", "strategy.params.topology=sequencer"],
+     "workload.connections", "1 would leave 2 of them idle"),
+])
+def test_a_count_the_topology_fixes_is_refused_in_one_line(capsys, args, field, reason):
+    """The pipeline has 1 producer and 3 consumers, the sequencer 3 producers, each
+    publishing its own sources' events (connection % 3): another count, or fewer
+    sources than producers, would be silently replaced or left idle. The run is
+    refused with one line naming the field, exit 2."""
+    from warmcore.cli import main
+
+    assert main(["run", "lmax-latency", "--requests", "200", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"warmcore: {field}: "), err
+    assert reason in err[0]
+
+
+def test_the_topology_s_own_counts_and_the_sharded_choice_are_honoured():
+    """The same counts the topology has are accepted; topology = 'sharded' takes the
+    user's; three sources let the sequencer's three producers all publish."""
+    from warmcore.strategies.disruptor import Params
+
+    p = Params.model_validate({"topology": "pipeline", "producers": 1, "consumers": 3})
+    assert (p.producers, p.consumers) == (1, 3)
+    p = Params.model_validate({"topology": "sharded", "producers": 2, "consumers": 4})
+    assert (p.producers, p.consumers) == (2, 4)
+    sc = Scenario.load("lmax-latency").with_(
+        {"workload.connections": 3,
+         "strategy.params": {"topology": "sequencer", "wait": "busy-spin"}}, requests=3000)
+    assert simulate_once(sc, 1)["throughput_rps"] == pytest.approx(1e6, rel=0.01)
