@@ -20,6 +20,12 @@ putTest`` and ``ThrottledOnePublisherToThreeProcessorPipelineLatencyTest``):
   strategies.pools.ParkingLock; the work under it (the CAS on the lock word, the
   array store or load, ``count``, the indices) is ``queue_us``, a contended
   read-modify-write on the lock's line.
+  A contender retries as JDK 8's AQS does before it parks (``ParkingLock`` with a
+  ``line``: ``acquire``'s ``tryAcquire``, ``addWaiter``, ``acquireQueued``'s two
+  turns) and sees a short critical section end; the kernel work of the futex
+  calls and of a woken thread's switch back is paid outside the lock (after the
+  unlock's ``tryRelease``, before a woken thread's ``tryAcquire``). Without
+  these the queue saturated at LMAX's one event per microsecond (issue 34).
 * Topologies (``topology``, as the Disruptor's): unicast P -> Q -> C; pipeline
   P -> Q1 -> C1 -> Q2 -> C2 -> Q3 -> C3; sequencer P1, P2, P3 -> Q -> C; multicast
   P -> Q1, Q2, Q3 -> C1, C2, C3; diamond P -> Q1 -> C1 -> Q3, P -> Q2 -> C2 -> Q4,
@@ -37,8 +43,9 @@ from typing import Literal
 
 from pydantic import Field
 
+from warmcore.strategies.disruptor import check_sources
 from warmcore.strategies.base import Strategy, StrategyParams, register
-from warmcore.strategies.pools import ParkingLock, lock_segment
+from warmcore.strategies.pools import KERNEL_WORK, ParkingLock, lock_segment, settle
 
 # (producers, [(queues a consumer takes from, queues it puts into)], queues): the
 # paper's arcs of data flow, one queue each; producers put into the queues no
@@ -71,11 +78,13 @@ class BlockingQueue:
 
     __slots__ = ("capacity", "items", "lock", "not_empty", "not_full", "signals")
 
-    def __init__(self, name: str, capacity: int, ips: float, queue_us: float):
+    def __init__(self, name: str, capacity: int, ips: float, queue_us: float, kernel):
         self.capacity = capacity
         self.items: deque = deque()
+        # the lock's state word as a line a contender watches before it parks
+        # (ParkingLock._retry_before_park: JDK 8 AQS acquire)
         self.lock = ParkingLock(name, lock_segment(ips, queue_us, name, "abq")
-                                if queue_us > 0 else None)
+                                if queue_us > 0 else None, line=kernel.spin_line(name))
         self.not_empty: deque = deque()     # the conditions' waiters, longest first
         self.not_full: deque = deque()
         self.signals = 0
@@ -90,12 +99,27 @@ class BlockingQueue:
     def _await(self, t, cond: deque):
         """Generator: Condition.await(): join ``cond``, release the lock (fullyRelease
         wakes the lock's next waiter), park; woken by an unlock after a signal, take
-        the lock again (acquireQueued)."""
+        the lock again (acquireQueued). The kernel work is paid where Linux runs it:
+        FUTEX_WAIT on the waiter's CPU before it sleeps (queued on the futex
+        meanwhile: a wake-up then makes the park return at once), the return from
+        schedule() after the wake-up before its tryAcquire, so neither is inside
+        the lock."""
         cond.append(t)
         self.lock.unlock(t)
         t.syscall("futex_wait")
+        t.prepare_park()
+        yield t.run(KERNEL_WORK)
         yield t.park()
+        yield from settle(t)
         yield from self.lock.relock(t)
+
+    def _unlock(self, t):
+        """Generator: ReentrantLock.unlock(): tryRelease stores state 0, then
+        unparkSuccessor's LockSupport.unpark (a FUTEX_WAKE, if a waiter was woken)
+        runs after the lock is free, so its cost is paid here, outside the lock,
+        not inside the next one the thread takes."""
+        self.lock.unlock(t)
+        yield from settle(t)
 
     def put(self, t, item, req=None):
         """Generator: put(item) on thread ``t``."""
@@ -107,7 +131,7 @@ class BlockingQueue:
         if lock.seg is not None:
             yield t.run(lock.seg, req)
         self._signal(self.not_empty)
-        lock.unlock(t)
+        yield from self._unlock(t)
 
     def take(self, t):
         """Generator: take() on thread ``t``; returns the item."""
@@ -119,7 +143,7 @@ class BlockingQueue:
         if lock.seg is not None:
             yield t.run(lock.seg, item)
         self._signal(self.not_full)
-        lock.unlock(t)
+        yield from self._unlock(t)
         return item
 
 
@@ -151,7 +175,8 @@ class ArrayBlockingQueueStrategy(Strategy):
         ctx = self.ctx
         ips = ctx.machine.nominal_ips
         n_prod, shape, n_queues = TOPOLOGIES[p.topology]
-        self.queues = [BlockingQueue(f"abq-{i}", p.capacity, ips, p.queue_us)
+        check_sources(ctx, n_prod, p.topology)
+        self.queues = [BlockingQueue(f"abq-{i}", p.capacity, ips, p.queue_us, self.kernel)
                        for i in range(n_queues)]
         fed = {q for _ins, outs in shape for q in outs}
         self.entry = [self.queues[i] for i in range(n_queues) if i not in fed]

@@ -36,12 +36,14 @@ Model (sources: LMAX-Exchange/disruptor, com.lmax.disruptor.*):
   - "busy-spin" (BusySpinWaitStrategy): spins on the cursor and never leaves
     its CPU (``Thread.spin``, simcore/kernel/spin.py): it sees a publish one
     cache-line transfer after the store; its CPU is busy all the while.
-  - "yielding" (YieldingWaitStrategy): SPIN_TRIES = 100 spins, then
-    Thread.yield() in a loop: a spin that hands its CPU at once to a thread
-    queued there (the 100 spins, about 1 us, are folded into the loop).
-  - "sleeping" (SleepingWaitStrategy): DEFAULT_RETRIES = 200: 100 spins of
-    ``spin_us`` (a bounded spin), 100 yields (a bounded yielding spin of 100
-    sched_yield calls at the machine's price), then
+  - "yielding" (YieldingWaitStrategy): SPIN_TRIES = 100 turns of a counting
+    loop (a bounded spin of 100 x ``spin_turn_cycles`` at the CPU's clock: the
+    loop has no PAUSE), then Thread.yield() in a loop: a yielding spin that hands
+    its CPU at once to a thread queued there and reads the line between
+    sched_yield calls, so an event published during a call is seen when it returns.
+  - "sleeping" (SleepingWaitStrategy): DEFAULT_RETRIES = 200: the same 100
+    turns, 100 yields (a bounded yielding spin of 100 sched_yield calls at the
+    machine's price), then
     LockSupport.parkNanos(DEFAULT_SLEEP = 100 ns) repeatedly, a timed sleep of
     100 ns + timer slack (~50-60 us on Linux).
 * ``pin``: consumer i pinned to server CPU i (mod the server's CPUs), as
@@ -86,6 +88,34 @@ TOPOLOGIES = {
 }
 
 
+def topology_threads(topology: str) -> dict:
+    """The producers and consumers an LMAX topology has."""
+    n_prod, gates = TOPOLOGIES[topology]
+    return {"producers": n_prod, "consumers": len(gates)}
+
+
+def sources_field(wl) -> str:
+    """Where a workload sets its number of sources: a stream's producers, a batch's
+    jobs (one connection each), the others' connections."""
+    for name in ("producers", "jobs", "connections"):
+        if name in type(wl).model_fields:
+            return f"workload.{name}"
+    return "workload"
+
+
+def check_sources(ctx, producers: int, topology: str) -> None:
+    """ConfigError if the workload has fewer sources (connections) than the topology
+    has producers: each producer takes the events of its own sources
+    (``conn.id % producers``), so the others would publish nothing and a 3P-1C
+    sequencer would run as 1P-1C without saying so."""
+    n = len(ctx.workload.connections)
+    if n < producers:
+        raise ConfigError(sources_field(ctx.cfg.workload), (
+            f"the {topology} topology's {producers} producers each publish the events "
+            f"of their own sources (connection % {producers}); {n} would leave "
+            f"{producers - n} of them idle: give at least {producers}"))
+
+
 class Params(StrategyParams):
     ring_size: int = Field(default=1024, ge=1, le=1 << 22,
                            description="RingBuffer bufferSize, a power of two; capped at "
@@ -99,7 +129,7 @@ class Params(StrategyParams):
                       "diamond"] = Field(default="sharded", description=(
         "sharded: `consumers` handlers each taking every n-th event; the others are the "
         "LMAX paper's, each handler handling every event, a request done when its last "
-        "handler has run (they set producers and consumers)"))
+        "handler has run (they fix producers and consumers: another number is refused)"))
     pin: bool = False
     producer_wait: Literal["park-nanos", "wake"] = "park-nanos"
     producer_idle: Literal["park", "spin"] = Field(default="park", description=(
@@ -112,7 +142,11 @@ class Params(StrategyParams):
     publish_us: float = Field(default=0.01, ge=0, description='cursor / availableBuffer store')
     claim_us: float = Field(default=0.02, ge=0, description='multi-producer CAS on the cursor')
     signal_us: float = Field(default=0.05, ge=0, description='blocking: lock, signalAll, unlock')
-    spin_us: float = Field(default=0.01, ge=0, description='one spin: cursor read (+ PAUSE)')
+    spin_turn_cycles: float = Field(default=2.0, gt=0, le=1000, description=(
+        "cycles of one turn of YieldingWaitStrategy's and SleepingWaitStrategy's first "
+        "100 turns: the sequence's volatile load, checkAlert's load of `alerted`, the "
+        "counter's decrement, a compare, two branches (about 7 instructions, no PAUSE; "
+        "Nehalem-Sandy Bridge retire one taken branch and 4 instructions a cycle)"))
     spin_ipc: float = Field(default=0.25, gt=0, le=8, description=(
         'instructions per cycle of the spin loop (load, compare, branch, PAUSE of ~10 '
         'cycles on Nehalem-Sandy Bridge: about 4 per 10-16 cycles)'))
@@ -128,9 +162,17 @@ class Params(StrategyParams):
 
     @model_validator(mode="after")
     def _topology_sets_the_threads(self):
+        """An LMAX topology fixes its producers and consumers: a count set to another
+        number is refused (it would be silently replaced), the same number accepted."""
         if self.topology != "sharded":
-            self.producers = TOPOLOGIES[self.topology][0]
-            self.consumers = len(TOPOLOGIES[self.topology][1])
+            fixed = topology_threads(self.topology)
+            for name, n in fixed.items():
+                if name in self.model_fields_set and getattr(self, name) != n:
+                    raise ConfigError(name, (
+                        f"the {self.topology} topology has {n} {name[:-1]}"
+                        f"{'s' if n > 1 else ''} (got {getattr(self, name)}); leave it "
+                        f"unset, or use topology = 'sharded' to choose the number"))
+                setattr(self, name, n)
         return self
 
     @model_validator(mode="after")
@@ -219,6 +261,8 @@ class Disruptor(Strategy):
             # handlers still to run on each slot's event (the terminal ones)
             self.left = [0] * p.ring_size
             self.n_terminal = sum(c.terminal for c in self.consumers)
+        if self.staged:
+            check_sources(ctx, p.producers, p.topology)
         cpus = ctx.server_cpus
         for pr in self.producers:
             pr.line = self.kernel.spin_line(f"disruptor-arrivals-{pr.index}")
@@ -464,19 +508,28 @@ class Disruptor(Strategy):
         strategy's applyWaitMethod does:
 
         * busy-spin (and blocking's wait on a gating sequence): spin;
-        * yielding: SPIN_TRIES spins of ``spin_us`` (a bounded spin), then
-          Thread.yield() in a loop (a yielding spin: it hands its CPU at once to a
-          thread queued there and reads the line between sched_yield calls);
-        * sleeping: the same 100 spins, 100 yields (a bounded yielding spin of 100
+        * yielding: SPIN_TRIES turns of its counting loop (a bounded spin,
+          ``_counting_turns_s``), then Thread.yield() in a loop (a yielding spin:
+          it hands its CPU at once to a thread queued there and reads the line
+          between sched_yield calls, so it sees a write when the call in progress
+          returns);
+        * sleeping: the same 100 turns, 100 yields (a bounded yielding spin of 100
           sched_yield calls at the machine's price), then
-          LockSupport.parkNanos(sleep_ns) + timer slack in a loop."""
+          LockSupport.parkNanos(sleep_ns) + timer slack in a loop.
+
+        LMAX-Exchange/disruptor ``YieldingWaitStrategy.applyWaitMethod`` (``if (0
+        == counter) Thread.yield(); else --counter``, counter from SPIN_TRIES 100
+        at each waitFor) and ``SleepingWaitStrategy.applyWaitMethod`` (``counter >
+        100``: decrement; ``> 0``: decrement and Thread.yield(); else
+        parkNanos), the same in 2.x and 3.x; ``BusySpinWaitStrategy``'s loop
+        only re-reads the sequence (Thread.onSpinWait since 4.0)."""
         p = self.p
         env = self.env
         if p.wait in ("busy-spin", "blocking"):
             while not ready():
                 yield t.spin(line, p.spin_ipc)
             return
-        end = env.now + SPIN_TRIES * p.spin_us * 1e-6
+        end = env.now + self._counting_turns_s(t)
         while not ready() and env.now < end:
             yield t.spin(line, p.spin_ipc, timeout=end - env.now)
         if p.wait == "yielding":
@@ -493,6 +546,12 @@ class Disruptor(Strategy):
         sleep_s = p.sleep_ns * 1e-9 + p.timer_slack_us * 1e-6
         while not ready():
             yield t.block(sleep_s)
+
+    def _counting_turns_s(self, t) -> float:
+        """Seconds of the wait strategies' SPIN_TRIES counting turns on ``t``'s CPU,
+        at its clock now (a loop of L1 hits runs at the core's clock)."""
+        ghz = self.ctx.machine.current_ghz(t.cpu.id, self.env.now)
+        return SPIN_TRIES * self.p.spin_turn_cycles / (ghz * 1e9)
 
     def _me(self, t) -> Consumer:
         return t.data

@@ -86,6 +86,25 @@ EPOLL_LINES = 2
 
 
 
+# A segment of no instructions: the thread runs the kernel work it owes (a futex
+# syscall, the return from schedule()) at this point of its code rather than at its
+# next segment (the device of TimedWaits.wait's ``settle``).
+KERNEL_WORK = Segment(0.0, label="kernel")
+
+
+def settle(t):
+    """Generator: run the kernel work thread ``t`` owes now, if any."""
+    if t.pending_busy:
+        yield t.run(KERNEL_WORK)
+
+
+# JDK 8 AbstractQueuedSynchronizer: the lines another core wrote that a contender
+# touches between NonfairSync.lock's failed CAS and parkAndCheckInterrupt (addWaiter's
+# compareAndSetTail, shouldParkAfterFailedAcquire's compareAndSetWaitStatus(pred,
+# 0, SIGNAL), acquireQueued's second tryAcquire reading state); ParkingLock.
+AQS_TRIPS_BEFORE_PARK = 3
+
+
 def lock_segment(ips: float, lock_us: float, line: str, label: str = "lock") -> Segment:
     """One lock acquisition (a CAS on the lock word, contended across cores) plus
     the instructions of the queue operation under the lock."""
@@ -185,13 +204,20 @@ class ParkingLock:
     if a barger took the lock meanwhile, parks again at the head
     (``simcore.kernel.Semaphore`` with ``fair=False``). The CAS on the lock's state
     word and the work under the lock are ``seg`` (a contended read-modify-write on
-    the lock's line, priced by the hardware model), run while the lock is held."""
+    the lock's line, priced by the hardware model), run while the lock is held.
 
-    __slots__ = ("seg", "sem")
+    With ``line`` (a ``SpinLine`` for the lock's state word), a contender does what
+    JDK 8's AQS does between its failed CAS and its park, and sees an unlock in the
+    meantime (``acquire_window``); without it, it parks at once (the older model,
+    kept for the strategies that use it, whose results it fixes)."""
 
-    def __init__(self, name: str, seg: Segment | None):
+    __slots__ = ("holder_cpu", "line", "sem", "seg")
+
+    def __init__(self, name: str, seg: Segment | None, line=None):
         self.sem = Semaphore(name, 1, fair=False)
         self.seg = seg
+        self.line = line
+        self.holder_cpu = -1          # the CPU that last took it (wrote its state word)
 
     def lock(self, t, req=None):
         """Generator: acquire on thread ``t``, then run the work under the lock."""
@@ -202,16 +228,72 @@ class ParkingLock:
     def acquire(self, t):
         """Generator: acquire on thread ``t`` (the caller runs the work under it); a
         contender parks as AQS's parkAndCheckInterrupt does (FUTEX_WAIT)."""
-        return t.take_permit(self.sem)
+        if self.line is None:
+            yield from t.take_permit(self.sem)
+        else:
+            yield from self._acquire_as_aqs(t, woken=False)
+        self.holder_cpu = t.cpu.id if t.cpu is not None else -1
+
+    def _acquire_as_aqs(self, t, woken: bool):
+        """Generator: JDK 8 AQS ``acquire`` / ``acquireQueued`` with a ``line``: the
+        retries before each park (``_retry_before_park``), and the kernel work where
+        Linux runs it: FUTEX_WAIT's on the contender's CPU before it sleeps (queued
+        on the futex meanwhile, so an unlock then makes the park return at once), the
+        return from schedule() after its wake-up before its ``tryAcquire``, so a woken
+        thread does not hold the lock through its own switch back."""
+        sem = self.sem
+        if woken or not sem.free:
+            yield from self._retry_before_park(t)
+        got = sem.retry(t) if woken else sem.acquire(t)
+        while not got:
+            t.syscall("futex_wait")
+            t.prepare_park()
+            yield t.run(KERNEL_WORK)
+            yield t.park()
+            yield from settle(t)
+            yield from self._retry_before_park(t)
+            got = sem.retry(t)
+
+    def _retry_before_park(self, t):
+        """Generator: JDK 8 ``AbstractQueuedSynchronizer.acquire`` after
+        ``NonfairSync.lock``'s failed CAS: ``tryAcquire``, ``addWaiter`` (a CAS on
+        the queue's tail), then ``acquireQueued``'s first turn (``tryAcquire``;
+        ``shouldParkAfterFailedAcquire`` CASes the predecessor's waitStatus to SIGNAL
+        and returns false) and its second (``tryAcquire``), and only then
+        ``parkAndCheckInterrupt``. An unlock meanwhile (the holder's store to the
+        state word) is seen when that line reaches the contender, and its next
+        ``tryAcquire`` takes the lock without parking (``Thread.spin`` with the
+        window as its bound)."""
+        env = t.kernel.env
+        end = env.now + self.acquire_window(t)
+        while not self.sem.free and env.now < end:
+            yield t.spin(self.line, timeout=end - env.now)
+
+    def acquire_window(self, t) -> float:
+        """Seconds from a failed CAS to the park: AQS_TRIPS_BEFORE_PARK trips of a
+        line between the holder's core and the contender's (the tail CAS, the
+        predecessor's SIGNAL CAS and the last ``tryAcquire``'s read of the state
+        word, each a line another core wrote; the instructions between them, a
+        Node allocation in the TLAB and a few compares, are not counted)."""
+        if t.cpu is None or self.holder_cpu < 0:
+            return 0.0
+        return AQS_TRIPS_BEFORE_PARK * t.kernel.machine.line_transfer_s(
+            self.holder_cpu, t.cpu.id)
 
     def relock(self, t):
         """Generator: ``t`` was queued on the lock while parked (a Condition waiter
         transferred by ``signal``) and woken by an unlock: retry, parking again at the
         head if a barger holds it."""
-        return t.take_permit(self.sem, woken=True)
+        if self.line is None:
+            yield from t.take_permit(self.sem, woken=True)
+        else:
+            yield from self._acquire_as_aqs(t, woken=True)
+        self.holder_cpu = t.cpu.id if t.cpu is not None else -1
 
     def unlock(self, t) -> None:
         t.give_permit(self.sem)               # AQS unparkSuccessor: a futex wake
+        if self.line is not None:
+            self.line.written(t)              # tryRelease's store of state = 0
 
 
 class BlockingArrayQueue:

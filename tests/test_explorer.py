@@ -661,6 +661,12 @@ PREPARE["workload.timeout_closes"] = {"workload.timeout_us": 20.0}
 # web's backend calls go there instead of through the non-blocking client
 OFFLOAD = {"strategy.params.async_backend": False, "strategy.params.offload": 8}
 PREPARE["strategy.params.io_ratio"] = OFFLOAD
+# the Disruptor's thread counts: lmax-latency's pipeline topology fixes them (another
+# number is refused), the sharded one lets them be chosen
+SHARDED = {"strategy.params.topology": "sharded"}
+PREPARE |= {k: SHARDED for k in ("strategy.params.producers", "strategy.params.consumers")}
+# choices drawn as a selectbox whose key is a dotted path (set_controls)
+DOTTED_CHOICES = {"strategy.params.topology"}
 # bool fields that may be left unset, drawn as a selectbox
 OPTIONAL_BOOLS = {"workload.serial", "strategy.params.async_backend"}
 # Controls set in the same Apply as the one under test, which cannot change alone.
@@ -693,13 +699,11 @@ SAME_NUMBERS = {
     "strategy.params.ring_size": NO_WRAP,
     "strategy.params.producer_wait": NO_WRAP,
     "strategy.params.timer_slack_us": NO_WRAP + " (parkNanos) and busy-spin never sleeps",
-    "strategy.params.producers": "the pipeline topology sets one producer",
-    "strategy.params.consumers": "the pipeline topology sets three consumers",
     "strategy.params.producer_type": "'single' is what one producer gets by default",
     "strategy.params.claim_us": "a single producer claims without a CAS",
     "strategy.params.signal_us": "busy-spin consumers are never signalled",
-    "strategy.params.spin_us": "busy-spin has no bounded first spins (yielding and "
-                               "sleeping do)",
+    "strategy.params.spin_turn_cycles": "busy-spin has no counting turns (yielding and "
+                                        "sleeping do)",
     "strategy.params.sleep_ns": "busy-spin never sleeps",
     "run.max_in_flight": "the cap is far above the one request in flight",
     "strategy.params.io_ratio": "ioRatio's task budget is checked every 64 tasks "
@@ -824,7 +828,8 @@ def open_base(base: str) -> AppTest:
 
 def set_controls(at: AppTest, values: dict) -> None:
     for key, value in values.items():
-        kind = "selectbox" if "." not in key else "checkbox" if isinstance(value, bool) else \
+        kind = "selectbox" if "." not in key or key in DOTTED_CHOICES else \
+            "checkbox" if isinstance(value, bool) else \
             "text_input" if isinstance(value, str) else "number_input"
         if kind == "checkbox" and key in OPTIONAL_BOOLS:
             kind = "selectbox"              # an optional bool: (default), True, False
