@@ -123,6 +123,7 @@ class Thread:
     run_program = sync.run_program          # run(program, req) goes here
     take_permit = sync.take_permit          # yield from take_permit(sem)
     give_permit = sync.give_permit
+    settle_owed = sync.settle_owed          # yield from settle_owed(): owed kernel work now
     spin = spin.spin                        # yield t.spin(line): simcore.kernel.spin
 
     def charge_kernel(self, seconds: float) -> None:
