@@ -12,10 +12,8 @@ from collections import deque
 from simpy.events import Event
 
 from warmcore.simcore.kernel.accounting import B_IO
-from warmcore.simcore.work import STEP_ACQUIRE, STEP_CALL, STEP_RUN, Segment
-
-# The empty segment a thread runs to pay kernel work it owes (settle_owed).
-OWED = Segment(0.0, label="switch-in")
+from warmcore.simcore.kernel.fastpath import segment_done
+from warmcore.simcore.work import STEP_ACQUIRE, STEP_CALL, STEP_RUN
 
 
 class Semaphore:
@@ -134,7 +132,8 @@ def settle_owed(self):
     ``futex_wait`` -> ``futex_wait_queue_me`` -> ``schedule``), so that work runs
     before it takes the lock, not inside the critical section that follows."""
     if self.pending_busy or self.pending_stall:
-        yield self.run(OWED)
+        now = self.kernel.env.now
+        yield segment_done(self.kernel.env, self.book_owed(now))
 
 
 def give_permit(self, sem) -> None:
