@@ -70,7 +70,14 @@ def test_a_contender_parks_and_the_unlock_wakes_it():
 def test_a_running_thread_barges_past_a_woken_waiter():
     """Nonfair: A holds; B parks; A unlocks and wakes B; C, running, takes the lock
     before B (still waking) retries; B finds it held and parks again at the head of the
-    queue; C's unlock wakes B, which gets it. B parks twice and is woken twice."""
+    queue; C's unlock wakes B, which gets it. B parks twice and is woken twice.
+
+    By hand (us): each starts on an idle CPU (6) and pays its switch-in (2). A holds
+    8..18; B asks at 9 and parks; A's unlock at 18 wakes B on an idle CPU (6 us): B
+    runs at 24 and first finishes what it owes, its futex_wait 0.35 and switch-in 2
+    (AQS retries only once parkAndCheckInterrupt has returned), so it retries at
+    26.35; C asks at 8 + 12.5 = 20.5, finds the lock free and holds it to 30.5: B's
+    retry fails."""
     env, m, k = machine()
     lock = ParkingLock("l", None)
     order = []
@@ -88,12 +95,54 @@ def test_a_running_thread_barges_past_a_woken_waiter():
     a = k.spawn(p, "a", holder("a", 0.0, 10))
     b = k.spawn(p, "b", holder("b", 1.0, 1))
     # c asks right after a's unlock, while b still wakes (an idle CPU: 6 us)
-    c = k.spawn(p, "c", holder("c", 12.5, 5))
+    c = k.spawn(p, "c", holder("c", 12.5, 10))
     env.run()
     assert order == ["a", "c", "b"]
     assert lock.sem.waits == 1          # b's acquire; its failed retry re-queues it
     assert b.cs == c.cs + 2             # b parked twice (all three count their exit)
     assert (a.futex_wakes, c.futex_wakes) == (1, 1)
+
+
+def test_kernel_work_owed_is_done_before_the_lock_is_taken():
+    """Issue 36 item 1. A thread owes kernel work it has done by the time it takes a
+    lock: a woken waiter its futex_wait and switch-in (AQS retries its CAS after
+    parkAndCheckInterrupt returns), a waker the futex wake it made in its last unlock.
+    So a lock is held only for the work under it.
+
+    By hand (us): both start on idle CPUs (a 6 us wake-up). A pays its switch-in 2 and
+    holds L 8..18; B asks at 6 + 2 + 1 = 9 and parks; A's unlock at 18 wakes B (A owes
+    the futex wake, 1.2) and A takes M at once: it pays the 1.2 first, so it holds M
+    from 19.2 for its 4 us of work, to 23.2. B runs at 24 on its idle CPU, pays
+    futex_wait 0.35 + switch-in 2 and holds L from 26.35 to 27.35 (1 us of work)."""
+    env, m, k = machine()
+    lock_l = ParkingLock("l", None)
+    lock_m = ParkingLock("m", None)
+    held = {}
+
+    def a(t):
+        yield from lock_l.acquire(t)
+        yield t.run(work(10))
+        lock_l.unlock(t)                       # wakes b: a owes the futex wake
+        yield from lock_m.acquire(t)
+        t0 = env.now
+        yield t.run(work(4))
+        held["a"] = (t0, env.now)
+        lock_m.unlock(t)
+
+    def b(t):
+        yield t.run(work(1.0))
+        yield from lock_l.acquire(t)           # held: parks
+        t0 = env.now
+        yield t.run(work(1))
+        held["b"] = (t0, env.now)
+        lock_l.unlock(t)
+
+    p = k.process("p")
+    k.spawn(p, "a", a)
+    k.spawn(p, "b", b)
+    env.run()
+    assert held["a"] == (pytest.approx(19.2 * US), pytest.approx(23.2 * US))
+    assert held["b"] == (pytest.approx(26.35 * US), pytest.approx(27.35 * US))
 
 
 def test_each_acquisition_runs_its_work_under_the_lock():
@@ -165,8 +214,9 @@ def test_poll_of_an_empty_queue_takes_no_lock_and_a_running_taker_barges():
 
     def taker(t):
         t.data = PoolThread()
+        before = q.head.sem.acquires
         seen["empty"] = yield from q.poll(t)
-        seen["acquires_then"] = q.head.sem.acquires
+        seen["poll_acquires"] = q.head.sem.acquires - before
         yield t.run(work(20))
         q.offer_now("a")                     # the waiter is signalled and woken
         q.jobs.append("b")
@@ -175,7 +225,7 @@ def test_poll_of_an_empty_queue_takes_no_lock_and_a_running_taker_barges():
     k.spawn(p, "w", waiter)
     k.spawn(p, "t", taker)
     env.run(until=1e-3)
-    assert seen["empty"] is None and seen["acquires_then"] == 1     # only the waiter's
+    assert seen["empty"] is None and seen["poll_acquires"] == 0     # no lock taken
     assert (seen["t"], seen["w"]) == ("a", "b")
     assert q.signals == 1 and q.head.sem.waits == 0 and not q.jobs
 

@@ -455,8 +455,10 @@ def test_milestone_selector_parses_after_a_fill_and_the_pool_handles():
 def test_milestone_pool_thread_pays_its_futex_wait_before_it_sleeps():
     """park_on_cpu: a returning pool thread's futex_wait (and the response's write
     charged after its last segment) runs on its CPU before it sleeps: nothing owed
-    while parked. pec's idle pool threads owe exactly the write plus one futex_wait
-    (models/syscalls.py) until their next wake-up."""
+    while parked. pec's idle pool threads owe exactly one futex_wait
+    (models/syscalls.py) until their next wake-up: the response's write was paid
+    before the thread took the queue's head lock to poll (Thread.settle_owed: kernel
+    work is done before a lock is taken, not inside it)."""
     kw = dict(workload=saturating(connections=1), cores=None, machine="i7-3770",
               requests=400)
     j9 = Run(cfg("jetty9-milestone", **kw))
@@ -468,7 +470,8 @@ def test_milestone_pool_thread_pays_its_futex_wait_before_it_sleeps():
         return [t.pending_busy for t in r.strategy.pool.waiters]
 
     assert idle_owed(j9) and all(o == 0.0 for o in idle_owed(j9))
-    owed = fw + pec.ctx.workload.write_s
+    assert pec.ctx.workload.write_s > 0
+    owed = fw
     assert idle_owed(pec) and all(abs(o - owed) < 1e-15 for o in idle_owed(pec))
 
 

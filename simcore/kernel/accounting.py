@@ -195,10 +195,52 @@ def _run_model(self, seg, req, cpu, env, now):
         cpu.busy_s += total
         if fluid:
             ev = segment_done(env, total)
-            fl.ev = ev if ev is not ALREADY_DONE else None
+            if ev is ALREADY_DONE:
+                fl.ev = None
+            else:
+                # the whole segment as rerate reads it: its exact duration and cost
+                # ((now + total) - now need not equal total in floating point, and a
+                # segment run in chunks keeps its exact total in its continuation)
+                fl.ev = ev
+                fl.total = total
+                fl.costx = cost
             return ev
         return segment_done(env, total)
     return run_slow(self, seg, total, cost, req, extra)
+
+
+def book_owed(self, now: float) -> float:
+    """Book the kernel work this thread owes (its switch-in, the work of the syscalls
+    it made, a wake-up's line transfers) as system time on its CPU from ``now``, at
+    the clock and SMT share of now as ``_run_model`` prices it; returns its duration.
+    For a thread that must finish that work before its next user instruction (it
+    takes a lock, it starts spinning), not at its next segment. (``Thread``.)"""
+    k = self.kernel
+    cpu = self.cpu
+    owed = self.pending_busy
+    stall = self.pending_stall
+    self.pending_busy = 0.0
+    self.pending_io = 0.0
+    self.pending_stall = 0.0
+    ctr = self.ctr
+    if k.ideal_spi:
+        cost = None                     # cycles follow from time (counters_now)
+    else:
+        m = k.machine
+        owed = owed * m.kernel_slowdown(cpu.id, now) + stall
+        cyc = owed * m.current_ghz(cpu.id, now) * 1e9
+        ctr[K_CYC] += cyc
+        cost = (owed, cyc) + (0.0,) * 9  # as counters_now reads a piece in flight
+    ctr[K_TASK] += owed
+    ctr[K_SYS] += owed
+    cpu.busy_s += owed
+    self.seg_t0 = now
+    self.seg_t1 = now + owed
+    self.seg_cost = cost
+    self.seg_sys = owed
+    if k.trace is not None:
+        k.trace.append((now, cpu.id, self.tid, "run", "kernel", owed, -1))
+    return owed
 
 
 def run_slow(t, seg, total, cost, req, sys_s=0.0):

@@ -57,10 +57,8 @@ class FluidRates:
         cont = t.cont
         if cont is not None:                 # chunks: the whole segment is in cont
             old_total, oldx = cont.total_s, cont.cost
-        elif fl.rated is ev:                 # re-rated before
+        else:                                # the whole segment, or as re-rated before
             old_total, oldx = fl.total, fl.costx
-        else:                                # the piece in flight is the whole segment
-            old_total, oldx = t1 - t.seg_t0, t.seg_cost
         new = m.cost_now(cid, now)
         if new[C_DUR] == oldx[C_DUR] and new[C_COMPUTE] == oldx[C_COMPUTE]:
             return
@@ -90,7 +88,6 @@ class FluidRates:
         nev.callbacks = ev.callbacks
         ev.callbacks = []
         fl.ev = nev
-        fl.rated = nev
 
     def _adopt(self, t: Thread, cpu: Cpu, now: float) -> None:
         """``t`` resumes on ``cpu`` the segment it was preempted in: the machine takes the

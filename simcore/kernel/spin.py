@@ -88,23 +88,9 @@ def spin(self, line: SpinLine, ipc: float = 0.25, yielding: bool = False,
     cpu = self.cpu
     now = k.env.now
     t0 = now
-    if self.pending_busy:               # kernel work owed (a switch-in): it runs first
-        owed = self.pending_busy
-        self.pending_busy = 0.0
-        self.pending_io = 0.0
+    if self.pending_busy or self.pending_stall:   # kernel work owed: it runs first
         self.pending_dispatch = 0.0
-        ctr = self.ctr
-        ctr[K_TASK] += owed
-        ctr[K_SYS] += owed
-        cyc = 0.0 if k.ideal_spi else owed * k.machine.current_ghz(cpu.id, now) * 1e9
-        ctr[K_CYC] += cyc
-        cpu.busy_s += owed
-        self.seg_t0 = now
-        self.seg_t1 = now + owed
-        # its cost as counters_now reads a piece in flight (COST_FIELDS order)
-        self.seg_cost = None if k.ideal_spi else (owed, cyc) + (0.0,) * 9
-        self.seg_sys = owed
-        t0 = now + owed
+        t0 = now + self.book_owed(now)
     ev = Event(k.env)
     self.wait_ev = ev
     self.cont = None

@@ -12,6 +12,7 @@ from collections import deque
 from simpy.events import Event
 
 from warmcore.simcore.kernel.accounting import B_IO
+from warmcore.simcore.kernel.fastpath import segment_done
 from warmcore.simcore.work import STEP_ACQUIRE, STEP_CALL, STEP_RUN
 
 
@@ -110,11 +111,29 @@ def take_permit(self, sem, woken: bool = False):
     again at the head of the queue. ``woken``: the thread was queued on ``sem``
     while it slept (a Condition waiter moved there by a signal) and a release has
     just woken it, so it starts by trying again."""
+    yield from self.settle_owed()
     got = sem.retry(self) if woken else sem.acquire(self)
     while not got:
         self.syscall("futex_wait")
         yield self.park()
-        got = sem.fair or sem.retry(self)
+        if sem.fair:
+            break
+        yield from self.settle_owed()
+        got = sem.retry(self)
+
+
+def settle_owed(self):
+    """Generator: run the kernel work this thread owes (its switch-in, the futex
+    syscall's return, the wake's line transfers) now, as a segment of its own.
+
+    A nonfair waiter woken by an unlock retries its CAS only after the kernel has
+    switched it in and futex_wait has returned (AQS ``acquireQueued`` ->
+    ``parkAndCheckInterrupt`` returns, then ``tryAcquire``; kernel/futex.c
+    ``futex_wait`` -> ``futex_wait_queue_me`` -> ``schedule``), so that work runs
+    before it takes the lock, not inside the critical section that follows."""
+    if self.pending_busy or self.pending_stall:
+        now = self.kernel.env.now
+        yield segment_done(self.kernel.env, self.book_owed(now))
 
 
 def give_permit(self, sem) -> None:

@@ -39,11 +39,12 @@ class FluidState:
     rate-independent parts for the CPU the thread runs on, and the parts themselves
     (a tuple: MachineModel.parts_of) while the segment is preempted (Kernel._adopt
     gives them to the CPU it resumes on); ``req`` its request, ``ev`` the event that
-    ends the piece in flight (None when the clock ran ahead over it); after a
-    re-rating, ``total`` and ``costx`` are the whole segment's duration and cost at
-    the new rates (valid while ``ev`` is ``rated``)."""
+    ends the piece in flight (None when the clock ran ahead over it); ``total`` and
+    ``costx`` the whole segment's exact duration and cost (at the new rates after a
+    re-rating) while a segment run whole is in flight (a segment run in chunks keeps
+    them in its continuation)."""
 
-    __slots__ = ("costx", "ev", "parts", "rated", "req", "total")
+    __slots__ = ("costx", "ev", "parts", "req", "total")
 
     def __init__(self):
         self.parts = None
@@ -51,7 +52,6 @@ class FluidState:
         self.total = 0.0
         self.req = None
         self.ev = None
-        self.rated = None
 
 
 class Thread:
@@ -120,9 +120,11 @@ class Thread:
     # -- work on the CPU it holds ------------------------------------------------------
 
     run = accounting.run_segment            # run(seg, req=None) -> Event
+    book_owed = accounting.book_owed        # owed kernel work booked now: its seconds
     run_program = sync.run_program          # run(program, req) goes here
     take_permit = sync.take_permit          # yield from take_permit(sem)
     give_permit = sync.give_permit
+    settle_owed = sync.settle_owed          # yield from settle_owed(): owed kernel work now
     spin = spin.spin                        # yield t.spin(line): simcore.kernel.spin
 
     def charge_kernel(self, seconds: float) -> None:
