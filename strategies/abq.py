@@ -45,7 +45,7 @@ from pydantic import Field
 
 from warmcore.strategies.disruptor import check_sources
 from warmcore.strategies.base import Strategy, StrategyParams, register
-from warmcore.strategies.pools import KERNEL_WORK, ParkingLock, lock_segment, settle
+from warmcore.strategies.pools import ParkingLock, lock_segment
 
 # (producers, [(queues a consumer takes from, queues it puts into)], queues): the
 # paper's arcs of data flow, one queue each; producers put into the queues no
@@ -108,9 +108,9 @@ class BlockingQueue:
         self.lock.unlock(t)
         t.syscall("futex_wait")
         t.prepare_park()
-        yield t.run(KERNEL_WORK)
+        yield from t.settle_owed()          # FUTEX_WAIT's work, queued, before it sleeps
         yield t.park()
-        yield from settle(t)
+        yield from t.settle_owed()          # the return from schedule()
         yield from self.lock.relock(t)
 
     def _unlock(self, t):
@@ -119,7 +119,7 @@ class BlockingQueue:
         runs after the lock is free, so its cost is paid here, outside the lock,
         not inside the next one the thread takes."""
         self.lock.unlock(t)
-        yield from settle(t)
+        yield from t.settle_owed()
 
     def put(self, t, item, req=None):
         """Generator: put(item) on thread ``t``."""

@@ -86,18 +86,6 @@ EPOLL_LINES = 2
 
 
 
-# A segment of no instructions: the thread runs the kernel work it owes (a futex
-# syscall, the return from schedule()) at this point of its code rather than at its
-# next segment (the device of TimedWaits.wait's ``settle``).
-KERNEL_WORK = Segment(0.0, label="kernel")
-
-
-def settle(t):
-    """Generator: run the kernel work thread ``t`` owes now, if any."""
-    if t.pending_busy:
-        yield t.run(KERNEL_WORK)
-
-
 # JDK 8 AbstractQueuedSynchronizer: the lines another core wrote that a contender
 # touches between NonfairSync.lock's failed CAS and parkAndCheckInterrupt (addWaiter's
 # compareAndSetTail, shouldParkAfterFailedAcquire's compareAndSetWaitStatus(pred,
@@ -242,15 +230,16 @@ class ParkingLock:
         return from schedule() after its wake-up before its ``tryAcquire``, so a woken
         thread does not hold the lock through its own switch back."""
         sem = self.sem
+        yield from t.settle_owed()          # kernel work before the CAS (Thread.settle_owed)
         if woken or not sem.free:
             yield from self._retry_before_park(t)
         got = sem.retry(t) if woken else sem.acquire(t)
         while not got:
             t.syscall("futex_wait")
             t.prepare_park()
-            yield t.run(KERNEL_WORK)
+            yield from t.settle_owed()      # FUTEX_WAIT's work, queued, before it sleeps
             yield t.park()
-            yield from settle(t)
+            yield from t.settle_owed()      # the return from schedule()
             yield from self._retry_before_park(t)
             got = sem.retry(t)
 
