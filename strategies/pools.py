@@ -196,8 +196,11 @@ class ParkingLock:
 
     With ``line`` (a ``SpinLine`` for the lock's state word), a contender does what
     JDK 8's AQS does between its failed CAS and its park, and sees an unlock in the
-    meantime (``acquire_window``); without it, it parks at once (the older model,
-    kept for the strategies that use it, whose results it fixes)."""
+    meantime (``acquire_window``). Every lock of the strategies has one (the
+    BlockingArrayQueue's two, ArrayBlockingQueue's); without it a contender parks at
+    once, which the step-by-step tests of tests/test_pool_queue.py compute by hand.
+    Either way the kernel work a thread owes is done before it takes the lock
+    (``Thread.settle_owed``)."""
 
     __slots__ = ("holder_cpu", "line", "sem", "seg")
 
@@ -315,10 +318,12 @@ class BlockingArrayQueue:
         self.settle = settle
         self.head = ParkingLock(f"{name}-head",
                                 lock_segment(ips, queue_us, f"{name}-head", "qtp-head")
-                                if queue_us > 0 else None)
+                                if queue_us > 0 else None,
+                                line=kernel.spin_line(f"{name}-head"))
         self.tail = ParkingLock(f"{name}-tail",
                                 lock_segment(ips, queue_us, f"{name}-tail", "qtp-tail")
-                                if queue_us > 0 else None)
+                                if queue_us > 0 else None,
+                                line=kernel.spin_line(f"{name}-tail"))
         self.signals = 0
 
     def _signal(self) -> None:

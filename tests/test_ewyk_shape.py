@@ -8,8 +8,10 @@ Published (Jetty 9.3 development, machine and workload unpublished):
     normalised for CPU, was still ~30% below ProduceConsume;
   * ExecuteProduceConsume achieved better throughput than ProduceConsume because it
     could use more cores, and normalised for CPU was near identical to it.
-The tests assert every part's direction with a margin; docs/model.md records the
-figures the model gives and why (the QueuedThreadPool's queue locks).
+The tests assert every part's direction with a margin; the two parts of PEC's
+slowness (several times slower than PC, on a lot less CPU) are strict expected
+failures: the model lacks their mechanism (issue 29 item 3; docs/model.md "Known
+departures" records the figures it gives and why).
 """
 
 from __future__ import annotations
@@ -38,10 +40,25 @@ def test_ewyk_scenario_runs_on_the_2015_server_with_pc_by_default():
     assert cfg.workload.kind == "saturating" and cfg.workload.connections == 8
 
 
+# Issue 29 item 3 (open): the model no longer has what made PEC slow in the report.
+# PC several times PEC, on a fraction of PC's CPUs, came from kernel work charged
+# inside the QueuedThreadPool's head lock (issue 36 item 1: a woken thread's switch-in
+# and futex_wait, a waker's futex wake, held under the lock: 3.7 us a hold instead of
+# 0.25, and a convoy of parked takers). With that work done before the lock, as Linux
+# and AQS do, and the lock's pre-park retries (JDK 8 acquireQueued), pec reaches
+# 543k req/s on 19 CPUs against pc's 308k on 8 (docs/model.md "Known departures").
+# Strict: these fail the suite the day a mechanism makes them pass.
+PEC_SLOWNESS_MISSING = pytest.mark.xfail(strict=True, reason=(
+    "issue 29 item 3: the mechanism behind PEC's 'dispatch delays' in the report is not "
+    "modelled; the convoy that gave PC 3.8x PEC was a defect (issue 36 item 1)"))
+
+
+@PEC_SLOWNESS_MISSING
 def test_pc_reaches_several_times_the_throughput_of_pec(runs):
     assert runs["pc"]["throughput_rps"] > 3 * runs["pec"]["throughput_rps"]
 
 
+@PEC_SLOWNESS_MISSING
 def test_pec_uses_a_lot_less_cpu_than_pc(runs):
     assert runs["pec"]["cpus_utilized"] < 0.6 * runs["pc"]["cpus_utilized"]
 
