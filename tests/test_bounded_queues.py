@@ -11,9 +11,9 @@ from warmcore.build import build, finish, run_built
 from tests.helpers import run, scenario
 
 NEW = ("rejected", "timed_out", "goodput_rps", "rejected_rate", "timed_out_rate")
-# ewyk as an open loop at 600,000 req/s: above what pec (about 82,000/s) and epc
-# (about 405,000/s) serve on its machine
-EWYK_OVERLOAD = {"workload.kind": "open", "workload.rate_per_s": 600_000.0,
+# ewyk as an open loop at 2,000,000 req/s: above what pc (about 306,000/s), epc
+# (about 532,000/s) and pec (about 865,000/s on 32 CPUs) serve on its machine
+EWYK_OVERLOAD = {"workload.kind": "open", "workload.rate_per_s": 2_000_000.0,
                  "workload.connections": 8}
 
 
@@ -24,17 +24,19 @@ def ewyk(strategy: str, capacity=None, requests=20_000) -> dict:
     return run("ewyk", {**sets, "strategy.name": strategy}, requests=requests)
 
 
-def test_a_bounded_pool_queue_turns_pecs_backlog_into_refusals():
-    """pec hands every task to the pool: unbounded, the overload queues (p99 over 100
-    ms, never drained); with 64 jobs of room it refuses most of the excess and answers
-    the rest in under 2 ms, serving as much as before. (run.requests counts refusals
-    too: 60,000 of them leave the warm-up's transient behind.)"""
+def test_a_bounded_pool_queue_refuses_only_what_reaches_it():
+    """pec hands every task to the pool, but since its queue's locks are held for the
+    queue operation only (issue 36 item 1) the pool keeps up and the bottleneck is
+    the selectors' production: the overload's backlog waits in the connections (the
+    kernel's socket buffers, which no Jetty setting bounds), never drained. A bound
+    of 64 jobs refuses only the bursts that reach the pool (a few percent of what
+    arrives) and serves as much; the requests it admits wait in the connections as
+    before, so the bound does not cut the latency. (run.requests counts refusals too.)"""
     free, bounded = ewyk("pec"), ewyk("pec", 64, requests=60_000)   # past the transient
-    assert free["rejected"] == 0 and not free["drained"]
-    assert free["latency_us"]["p99"] > 100_000
-    assert bounded["rejected_rate"] > 0.8 and bounded["drained"]
-    assert bounded["latency_us"]["p99"] < 2_000
+    assert free["rejected"] == 0 and not free["drained"] and not bounded["drained"]
+    assert 0.01 < bounded["rejected_rate"] < 0.3
     assert bounded["goodput_rps"] == pytest.approx(free["throughput_rps"], rel=0.05)
+    assert bounded["latency_us"]["p99"] > 5_000
 
 
 def test_a_bounded_pool_queue_changes_nothing_for_epc():
