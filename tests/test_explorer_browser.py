@@ -184,8 +184,8 @@ def test_the_answer_leads_and_a_too_short_run_is_flagged_in_chromium(tmp_path):
     (pc's capacity 1e6/1,001 us = 999 req/s): 'Find the answer' shows the verdict line,
     the throughput-against-offered-load chart and the objective's, with the crossover
     marked and explained, and the table of the curves' values. Then a link to
-    pipeline as an open loop at 73,529 req/s: pec's run served its warm-up's backlog,
-    and its row says it is in doubt."""
+    hello at 150,000 req/s comparing Tomcat's thread pool with the event loop: the
+    pool's run served its warm-up's backlog, and its row says it is in doubt."""
     with served(tmp_path) as (browser, url):
         page = browser.new_page(viewport={"width": 1500, "height": 1300})
         page.goto(url + DETERMINISTIC_LINK, timeout=60_000)
@@ -213,10 +213,10 @@ def test_the_answer_leads_and_a_too_short_run_is_flagged_in_chromium(tmp_path):
             copy.with_name(copy.stem + "-answer.png").write_bytes(
                 (tmp_path / "explorer-answer.png").read_bytes())
 
-        page.goto(url + "?scenario=pipeline&set=workload.kind=%22open%22"
-                  "&set=workload.rate_per_s=73529.0", timeout=60_000)
-        page.get_by_text("pec (in doubt): served").first.wait_for(timeout=120_000)
-        assert "window is too short" in page.get_by_text("pec (in doubt): served")\
+        page.goto(url + "?scenario=hello&set=workload.rate_per_s=150000.0"
+                  "&strategies=thread-pool,event-loop", timeout=60_000)
+        page.get_by_text("thread-pool (in doubt): served").first.wait_for(timeout=120_000)
+        assert "window is too short" in page.get_by_text("thread-pool (in doubt): served")\
             .first.inner_text()
         page.screenshot(path=str(tmp_path / "explorer-doubt.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0
