@@ -411,7 +411,10 @@ def cmd_explore(args) -> int:
     if not _is_loopback(args.host):
         print(served_warning(args.host, args.port), file=sys.stderr, flush=True)
     print(f"warmcore explorer: http://{args.host}:{args.port}/  (Ctrl-C stops it)", flush=True)
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app),
+    # -P: no current directory on sys.path. Started in a checkout (as the README's
+    # install-and-open command does), the checkout's warmcore/ folder would stand in
+    # for the installed package, and the page would fail at its first import.
+    cmd = [sys.executable, "-P", "-m", "streamlit", "run", str(app),
            "--server.address", args.host, "--server.port", str(args.port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--client.toolbarMode", "minimal",
