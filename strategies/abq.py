@@ -45,7 +45,7 @@ from pydantic import Field
 
 from warmcore.strategies.disruptor import check_sources
 from warmcore.strategies.base import Strategy, StrategyParams, register
-from warmcore.strategies.pools import ParkingLock, lock_segment
+from warmcore.strategies.pools import queue_lock
 
 # (producers, [(queues a consumer takes from, queues it puts into)], queues): the
 # paper's arcs of data flow, one queue each; producers put into the queues no
@@ -81,10 +81,7 @@ class BlockingQueue:
     def __init__(self, name: str, capacity: int, ips: float, queue_us: float, kernel):
         self.capacity = capacity
         self.items: deque = deque()
-        # the lock's state word as a line a contender watches before it parks
-        # (ParkingLock._retry_before_park: JDK 8 AQS acquire)
-        self.lock = ParkingLock(name, lock_segment(ips, queue_us, name, "abq")
-                                if queue_us > 0 else None, line=kernel.spin_line(name))
+        self.lock = queue_lock(kernel, name, ips, queue_us, "abq")
         self.not_empty: deque = deque()     # the conditions' waiters, longest first
         self.not_full: deque = deque()
         self.signals = 0

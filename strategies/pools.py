@@ -100,6 +100,14 @@ def lock_segment(ips: float, lock_us: float, line: str, label: str = "lock") -> 
                    contended_ops=1, contended_line=line, label=label)
 
 
+def queue_lock(kernel, name: str, ips: float, lock_us: float, label: str):
+    """A queue's ReentrantLock (``ParkingLock``): ``lock_us`` of work under it on its
+    own line ``name`` (none if 0), and that line watched by contenders before they
+    park (JDK 8 AQS acquire)."""
+    seg = lock_segment(ips, lock_us, name, label) if lock_us > 0 else None
+    return ParkingLock(name, seg, line=kernel.spin_line(name))
+
+
 def syscall_segment(ips: float, us: float, key: str, label: str) -> Segment | None:
     """An epoll syscall on epoll instance ``key``; None when its cost is set to 0."""
     if us <= 0:
@@ -219,10 +227,15 @@ class ParkingLock:
     def acquire(self, t):
         """Generator: acquire on thread ``t`` (the caller runs the work under it); a
         contender parks as AQS's parkAndCheckInterrupt does (FUTEX_WAIT)."""
+        return self._take(t, woken=False)
+
+    def _take(self, t, woken: bool):
+        """Generator: ``acquire`` (``woken`` False) or ``relock`` (True); the taker's
+        CPU is the one that last wrote the state word."""
         if self.line is None:
-            yield from t.take_permit(self.sem)
+            yield from t.take_permit(self.sem, woken)
         else:
-            yield from self._acquire_as_aqs(t, woken=False)
+            yield from self._acquire_as_aqs(t, woken)
         self.holder_cpu = t.cpu.id if t.cpu is not None else -1
 
     def _acquire_as_aqs(self, t, woken: bool):
@@ -276,11 +289,7 @@ class ParkingLock:
         """Generator: ``t`` was queued on the lock while parked (a Condition waiter
         transferred by ``signal``) and woken by an unlock: retry, parking again at the
         head if a barger holds it."""
-        if self.line is None:
-            yield from t.take_permit(self.sem, woken=True)
-        else:
-            yield from self._acquire_as_aqs(t, woken=True)
-        self.holder_cpu = t.cpu.id if t.cpu is not None else -1
+        return self._take(t, woken=True)
 
     def unlock(self, t) -> None:
         t.give_permit(self.sem)               # AQS unparkSuccessor: a futex wake
@@ -316,14 +325,8 @@ class BlockingArrayQueue:
         self.cond: deque = deque()        # _notEmpty's waiters, longest waiting first
         self.waits = waits
         self.settle = settle
-        self.head = ParkingLock(f"{name}-head",
-                                lock_segment(ips, queue_us, f"{name}-head", "qtp-head")
-                                if queue_us > 0 else None,
-                                line=kernel.spin_line(f"{name}-head"))
-        self.tail = ParkingLock(f"{name}-tail",
-                                lock_segment(ips, queue_us, f"{name}-tail", "qtp-tail")
-                                if queue_us > 0 else None,
-                                line=kernel.spin_line(f"{name}-tail"))
+        self.head = queue_lock(kernel, f"{name}-head", ips, queue_us, "qtp-head")
+        self.tail = queue_lock(kernel, f"{name}-tail", ips, queue_us, "qtp-tail")
         self.signals = 0
 
     def _signal(self) -> None:

@@ -124,7 +124,7 @@ def take_permit(self, sem, woken: bool = False):
 
 def settle_owed(self):
     """Generator: run the kernel work this thread owes (its switch-in, the futex
-    syscall's return, the wake's line transfers) now, as a segment of its own.
+    syscall's return, the wake's line transfers) now, booked inline (``book_owed``).
 
     A nonfair waiter woken by an unlock retries its CAS only after the kernel has
     switched it in and futex_wait has returned (AQS ``acquireQueued`` ->
