@@ -109,23 +109,20 @@ class AdaptiveExecutionStrategy:
             if log is not None:
                 log.append((req.id, mode))
             if mode == PC:
-                yield t.run(req.consume, req)
-                server.done(req, t)
+                yield from server.consume(t, req)
             elif mode == PIC:
                 st = t.data
                 was = st.nb
                 st.nb = True
-                yield t.run(req.consume, req)
+                yield from server.consume(t, req)
                 st.nb = was
-                server.done(req, t)
             elif mode == PEC:
                 yield from server.execute(t, server.consume, req)
             else:
                 rte = server.rte
                 if self._handed and rte is not None and rte.seg is not None:
                     yield t.run(rte.seg, req)
-                yield t.run(req.consume, req)
-                server.done(req, t)
+                yield from server.consume(t, req)
                 if self.state == IDLE:
                     self.state = PRODUCING
                     continue

@@ -93,8 +93,7 @@ class ExecuteProduceConsume:
                     self.max_outstanding = self.outstanding
                 yield from server.execute(t, self.run_pending, None, req)
             self.tasks += 1
-            yield t.run(req.consume, req)
-            server.done(req, t)
+            yield from server.consume(t, req)
             if self.producing or self.idle:
                 return
             self.producing = True

@@ -11,11 +11,29 @@ QueuedThreadPool and ReservedThreadExecutor live in ``strategies/pools.py``
 
 Selectors (``SelectorManager.defaultSelectors``, ``ManagedSelector.SelectorProducer``)
     max(1, min(cpus/2, maxThreads/16)) selectors; connection i belongs to
-    selector i % n; each selector has its own execution strategy. A selector
-    produces a task by taking one request from a ready connection and running
-    its ``produce`` (parse) segment on the producing thread; with no ready
+    selector i % n; each selector has its own execution strategy. With no ready
     connection the producing thread blocks in epoll_wait (it parks, holding
-    production) until an arrival on one of its connections wakes it.
+    production) until an arrival on one of its connections wakes it. What a
+    selector produces depends on the connection (docs/strategies.md, "What a
+    selector produces"):
+
+    * an HTTP/1.1 connection (serial: one request at a time): the endpoint's
+      fillable task, as Jetty 9.3+ ``ManagedSelector`` does
+      (``SocketChannelEndPoint.onSelected`` returns ``_runFillable``). The
+      selector only selects; whoever runs the task runs
+      ``HttpConnection.onFillable``: read, parse and handle, again while the
+      connection has requests, then a read that finds nothing (EAGAIN) and
+      ``fillInterested()``. ``onSelected`` removed OP_READ from the key's
+      desired interest; if the selector's ``updateKeys`` applied that (an
+      epoll_ctl) before the task asked again, ``changeInterests`` submits the
+      key update (``ManagedSelector.submit``), waking a selector blocked in
+      select, which applies it (another epoll_ctl) and selects again. A task
+      the selector's own thread runs inline (pc) asks again before
+      ``updateKeys``, and pays neither.
+    * any other connection (independent requests, as the EWYK benchmark's
+      ``TestConnection`` or an HTTP/2 session, whose parser produces one task
+      per stream): one parsed request: the producing thread reads it and runs
+      its ``produce`` (parse) segment, and the task is its handling.
 
 Overheads (explicit, zero them for pure queueing checks):
     select_us        the JDK's side of one select pass that returns ready keys
@@ -34,12 +52,14 @@ Overheads (explicit, zero them for pure queueing checks):
 The futex wake a hand-off needs is priced by the machine (Kernel.wake).
 
 Simplified: the adaptive strategy's ``synchronized`` state lock is free (an
-uncontended monitor, a few ns); a connection gives one request per select pass
-(round robin over ready connections) instead of parsing a whole buffer of
-pipelined requests after one read; requests of one connection may be handled
-concurrently (HTTP/2-like), which is what lets PEC avoid head-of-line blocking
-on a single connection; Jetty's ThreadPoolBudget check is a ConfigError when
-selectors (plus reserved threads) leave no thread to consume.
+uncontended monitor, a few ns); one read per request, where Jetty's fill reads
+whatever the socket holds (up to the 8 KiB request buffer); a connection of
+independent requests gives one request per select pass (round robin over ready
+connections), and its requests may be handled concurrently (HTTP/2-like), which
+is what lets PEC avoid head-of-line blocking on a single connection; the key
+update's wake-up of a selector is priced as the futex wake the waker pays; Jetty's
+ThreadPoolBudget check is a ConfigError when selectors (plus reserved threads)
+leave no thread to consume.
 """
 
 from __future__ import annotations
@@ -100,6 +120,14 @@ def default_selectors(cpus: int, max_threads: int) -> int:
     return max(1, min(cpus // 2, max_threads // 16))
 
 
+# What ``conn.data`` holds for a connection of a Jetty selector: falsy, its read
+# interest is registered and it is not readable; READY, readable and waiting for
+# a select pass; for an endpoint task (an HTTP/1.1 connection) produced and not
+# finished, TASK while the key's update is pending (SocketChannelEndPoint
+# ._updatePending) and OFF once the selector's updateKeys removed OP_READ.
+READY, TASK, OFF = True, 2, 3
+
+
 class Selector:
     """One ManagedSelector: its connections' readiness and the production of tasks."""
 
@@ -112,11 +140,17 @@ class Selector:
         self.waiter = None               # the producing thread parked in epoll_wait
         self.produced = 0
         self.selects = 0
+        self.selected_endpoints: list = []  # endpoint tasks produced since updateKeys
+        self.updates = 0                 # key updates submitted, applied by the next pass
+        self.woken_by_update = False
+        self.key_updates = 0             # epoll_ctl calls of updateKeys and key updates
+        self.update_wakeups = 0          # selects a key update woke
         self.strategy = None             # this selector's execution strategy
         m = server.ctx.machine
         # epoll_wait's kernel work: base + per ready key (models/syscalls.py), priced once
         self.epoll_s = m.syscall_cost("epoll_wait")
         self.epoll_key_s = m.syscall_cost("epoll_wait", 1) - self.epoll_s
+        self.epoll_ctl_s = m.syscall_cost("epoll_ctl")
         ips = m.nominal_ips
         self.select_seg = (Segment(select_us * 1e-6 * ips,
                                    (Footprint(SHARED, f"selector-{index}", 2, True),),
@@ -125,7 +159,7 @@ class Selector:
 
     def on_arrival(self, conn) -> None:
         if not conn.data:
-            conn.data = True
+            conn.data = READY
             self.ready.append(conn)
             w = self.waiter
             if w is not None:
@@ -133,14 +167,18 @@ class Selector:
                 self.kernel.wake(w)      # the NIC's interrupt ends epoll_wait: no waker thread
 
     def produce(self, t):
-        """Generator: the next task (a parsed request), blocking in epoll_wait while
-        none of this selector's connections is readable."""
+        """Generator: the next task, blocking in epoll_wait while none of this
+        selector's connections is readable. The task is a request; for an endpoint
+        task (``conn.data`` TASK) it is the connection's first request, not yet read."""
         while True:
             sel = self.selected
             if sel:
                 conn = sel.popleft()
                 req = conn.take()
-                if conn.inbox and not conn.busy:
+                if conn.serial and req is not None:
+                    conn.data = TASK            # onSelected: _runFillable, update pending
+                    self.selected_endpoints.append(conn)
+                elif conn.inbox and not conn.busy:
                     self.ready.append(conn)     # still readable: the next select sees it
                 else:
                     conn.data = False           # the workload notifies when it is again
@@ -148,10 +186,12 @@ class Selector:
                     continue
                 self.produced += 1
                 self.server.holding += 1
-                self.server.read(t)             # HttpConnection.fill: the request's read
-                if req.produce is not None:
-                    yield t.run(req.produce, req)
+                if not conn.serial:
+                    self.server.read(t)         # HttpConnection.fill: the request's read
+                    if req.produce is not None:
+                        yield t.run(req.produce, req)
                 return req
+            self._update_keys(t)
             if self.ready:
                 self.selected, self.ready = self.ready, sel
                 self.selects += 1
@@ -164,6 +204,42 @@ class Selector:
             yield t.park()
             if self.waiter is t:
                 self.waiter = None
+            if self.woken_by_update:            # select returned no key: select again
+                self.woken_by_update = False
+                self.update_wakeups += 1
+                t.charge_io(self.epoll_s)
+
+    def _update_keys(self, t) -> None:
+        """SelectorProducer's processUpdates and updateKeys, before a select: apply the
+        submitted key updates, and drop OP_READ from the keys of endpoint tasks still
+        running (SocketChannelEndPoint.updateKey): one epoll_ctl each."""
+        n = self.updates
+        self.updates = 0
+        for conn in self.selected_endpoints:
+            if conn.data == TASK:
+                conn.data = OFF
+                n += 1
+        self.selected_endpoints.clear()
+        if n:
+            self.key_updates += n
+            t.charge_io(n * self.epoll_ctl_s)
+
+    def fill_interested(self, t, conn) -> None:
+        """HttpConnection.fillInterested from thread ``t`` at the end of an endpoint
+        task (SocketChannelEndPoint.changeInterests): if updateKeys has removed the
+        key's OP_READ, submit its update (ManagedSelector.submit), waking a selector
+        blocked in select (``_selecting``); else updateKeys will find nothing to do."""
+        state = conn.data
+        conn.data = False
+        if state == OFF:
+            self.updates += 1
+            w = self.waiter
+            if w is not None:
+                self.waiter = None
+                self.woken_by_update = True
+                self.kernel.wake(w, t)
+        if conn.inbox and not conn.busy:
+            self.on_arrival(conn)
 
 
 class JettyServer(Strategy):
@@ -181,6 +257,7 @@ class JettyServer(Strategy):
         cpus = len(ctx.server_cpus)
         self.waits = TimedWaits(self.env, self.kernel)
         self.holding = 0        # requests taken from a connection and not yet done
+        self.refills = 0        # requests an endpoint task took after its first
         n_sel = p.selectors or default_selectors(cpus, p.max_threads)
         self.rte = None
         required = n_sel
@@ -226,9 +303,29 @@ class JettyServer(Strategy):
         self.ctx.done(req, t)
 
     def consume(self, t, req):
-        """A task's body: handle the request on thread ``t``."""
-        yield t.run(req.consume, req)
-        self.done(req, t)
+        """Run the task ``req`` on thread ``t``: handle the request; for an endpoint
+        task (an HTTP/1.1 connection) ``HttpConnection.onFillable``: read, parse and
+        handle each request the connection has, then a read that finds nothing
+        (EAGAIN) and ``fillInterested()``."""
+        conn = self.ctx.workload.connections[req.conn]
+        if not conn.serial:
+            yield t.run(req.consume, req)
+            self.done(req, t)
+            return
+        read = self.read
+        while True:
+            read(t)
+            if req.produce is not None:
+                yield t.run(req.produce, req)
+            yield t.run(req.consume, req)
+            self.done(req, t)
+            req = conn.take()
+            if req is None:
+                break
+            self.holding += 1
+            self.refills += 1
+        read(t, 0)
+        conn.owner.fill_interested(t, conn)
 
     def execute(self, t, body, req, for_req=None):
         """Executor.execute(job) from thread ``t``: queue (body, req), then pay the queue
@@ -239,6 +336,10 @@ class JettyServer(Strategy):
         accepted = yield from self.pool.offer(t, body, req, for_req)
         if not accepted:
             self.holding -= 1
+            if req is not None:
+                conn = self.ctx.workload.connections[req.conn]
+                if conn.data in (TASK, OFF):
+                    conn.data = False   # the refused endpoint task never runs
             self.ctx.reject(req)
 
     def in_flight_here(self) -> int:

@@ -29,8 +29,7 @@ class ProduceConsume:
         while True:
             req = yield from sel.produce(t)
             self.tasks += 1
-            yield t.run(req.consume, req)
-            server.done(req, t)
+            yield from server.consume(t, req)
 
 
 @register

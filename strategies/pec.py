@@ -3,9 +3,12 @@
 The producing thread hands every task that is not NON_BLOCKING to the
 QueuedThreadPool (``Executor.execute``) and goes on producing; NON_BLOCKING
 tasks run inline. No head-of-line blocking, but every task pays a queue
-operation, usually a futex wake of a pool thread, and runs on another thread
-(and often another core) than the one that parsed it. The pool's queue is
-unbounded: when consumers are slower than the producer it grows without limit.
+operation and usually a futex wake of a pool thread. On an HTTP/1.1 connection
+the task is the endpoint's (Jetty 9.3+: the pool thread reads, parses and
+handles, ``JettyServer.consume``); on independent requests it is a request the
+selector parsed, handled on another thread (and often another core). The pool's
+queue is unbounded: when consumers are slower than the producer it grows
+without limit.
 Source: jetty-util ``org.eclipse.jetty.util.thread.strategy.ProduceExecuteConsume``.
 """
 
@@ -33,8 +36,7 @@ class ProduceExecuteConsume:
             req = yield from sel.produce(t)
             if req.invocation == "NON_BLOCKING":
                 self.inline += 1
-                yield t.run(req.consume, req)
-                server.done(req, t)
+                yield from consume(t, req)
             else:
                 self.executed += 1
                 yield from server.execute(t, consume, req)

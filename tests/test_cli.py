@@ -169,9 +169,10 @@ def test_switching_strategy_drops_the_scenarios_own_tunables_but_keeps_command_l
 
 def test_compare_applies_command_line_tunables_to_every_compared_strategy(capsys):
     """``compare --set strategy.params.NAME=...`` reaches every strategy, not only the
-    scenario's own: pec with a 5 us select pass is slower than pec's default, and its
-    JSON is the same as ``run --strategy pec`` with the same --set."""
-    base = ["compare", "pipeline", "--strategies", "pc,pec", "--requests", "1500", "--json"]
+    scenario's own: on `ewyk` (a select pass per request) pc and pec with a 5 us select
+    pass are slower than with their default, and pec's JSON is the same as ``run
+    --strategy pec`` with the same --set."""
+    base = ["compare", "ewyk", "--strategies", "pc,pec", "--requests", "1500", "--json"]
     code, out, _ = run_cli([*base, "--set", "strategy.params.select_us=5"], capsys)
     assert code == 0
     slow = {r["strategy"]: r for r in json.loads(out)}
@@ -179,7 +180,7 @@ def test_compare_applies_command_line_tunables_to_every_compared_strategy(capsys
     default = {r["strategy"]: r for r in json.loads(out)}
     for name in ("pc", "pec"):
         assert slow[name]["throughput_rps"] < 0.95 * default[name]["throughput_rps"]
-    code, out, _ = run_cli(["run", "pipeline", "--strategy", "pec", "--requests", "1500",
+    code, out, _ = run_cli(["run", "ewyk", "--strategy", "pec", "--requests", "1500",
                             "--set", "strategy.params.select_us=5", "--json"], capsys)
     assert json.loads(out) == slow["pec"]
 

@@ -48,7 +48,7 @@ def apply(at: AppTest) -> AppTest:
 def test_defaults_render_without_exception():
     at = started()
     df = comparison(at)
-    assert list(df.index) == ["pc", "pec", "epc"]
+    assert list(df.index) == ["pc", "jetty9-milestone", "pec"]
     assert {"req/s", "p50 (us)", "p99 (us)", "max (us)", "CPUs", "CPU us/req", "IPC", "GHz",
             "LLC loads/req", "migrations/req", "switches/req", "uJ/req"} <= set(df.columns)
     assert (df["req/s"] > 0).all()
@@ -96,7 +96,7 @@ def test_an_invalid_value_is_one_line_and_keeps_the_setup():
     assert not at.exception
     assert [e.value for e in at.error] == ["strategies: pick at least one strategy to compare"]
     assert at.session_state.toml == toml
-    assert list(comparison(at).index) == ["pc", "pec", "epc"]
+    assert list(comparison(at).index) == ["pc", "jetty9-milestone", "pec"]
 
 
 @pytest.mark.parametrize("content, expect", [
@@ -117,7 +117,7 @@ def test_a_bad_upload_shows_one_line_not_a_traceback(content, expect):
     assert len(errors) == 1 and expect in errors[0] and "\n" not in errors[0], errors
     assert errors[0].startswith("bad.toml: ")
     assert at.session_state.toml == toml                     # nothing of the setup lost
-    assert list(comparison(at).index) == ["pc", "pec", "epc"]
+    assert list(comparison(at).index) == ["pc", "jetty9-milestone", "pec"]
 
 
 def test_an_upload_without_a_run_table_names_what_else_is_wrong():
@@ -177,9 +177,9 @@ def test_downloaded_toml_reproduces_the_run_through_the_cli(tmp_path):
     assert cli == json.loads(json.dumps(shown[cli["strategy"]]))
     # and another strategy of the comparison through --strategy
     out = subprocess.run([sys.executable, "-m", "warmcore.cli", "run", str(path), "--json",
-                          "--strategy", "epc"], capture_output=True, text=True, check=True,
+                          "--strategy", "pec"], capture_output=True, text=True, check=True,
                          cwd=ROOT)
-    assert json.loads(out.stdout) == json.loads(json.dumps(shown["epc"]))
+    assert json.loads(out.stdout) == json.loads(json.dumps(shown["pec"]))
 
 
 def test_the_downloaded_toml_holds_the_compared_strategies_and_reruns_the_table(tmp_path):
@@ -314,10 +314,10 @@ def test_load_curves_run_every_strategy_at_every_load_and_mark_the_knee():
     assert not at.error, [e.value for e in at.error]
     rows = at.session_state.curves["rows"]
     assert [(r["strategy"], r["load"]) for r in rows] == [
-        (n, x) for n in ("pc", "pec", "epc") for x in (1, 2, 4)]
+        (n, x) for n in ("pc", "jetty9-milestone", "pec") for x in (1, 2, 4)]
     assert len(at.get("vega_lite_chart")) == 4         # breakdown + three curves
     knees = [c.value for c in at.main.caption if c.value.startswith("Knee")]
-    assert len(knees) == 1 and all(f"{n}: " in knees[0] for n in ("pc", "pec", "epc"))
+    assert len(knees) == 1 and all(f"{n}: " in knees[0] for n in ("pc", "jetty9-milestone", "pec"))
     # more connections than one: more throughput for pc
     pc = [r["throughput_rps"] for r in rows if r["strategy"] == "pc"]
     assert pc[1] > pc[0]
@@ -408,7 +408,7 @@ def test_load_curves_overlay_the_pinned_baseline_and_show_deltas(monkeypatch):
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     curves = at.session_state.curves
-    pairs = [(n, x) for n in ("pc", "pec", "epc") for x in (1, 3)]
+    pairs = [(n, x) for n in ("pc", "jetty9-milestone", "pec") for x in (1, 3)]
     assert [(r["strategy"], r["load"]) for r in curves["rows"]] == pairs
     assert [(r["strategy"], r["load"]) for r in curves["base_rows"]] == pairs
     assert curves["base_toml"] == base_toml
@@ -462,7 +462,7 @@ def test_a_long_run_shows_progress_and_stop_leaves_its_partial_result():
     assert list(df.index) == ["pc (partial)"]
     (warning,) = [w.value for w in at.warning if w.value.startswith("Stopped")]
     assert "pc: " in warning and "of 3,000,000 measured requests" in warning
-    assert "not run: pec, epc" in warning
+    assert "not run: jetty9-milestone, pec" in warning
     (pc,) = at.session_state.results
     assert pc["partial"] and pc["stop_reason"] == "stopped" and 0 < pc["requests"] < 3_000_000
     assert 0 < job.fraction < 0.5 and f"stopped at {job.fraction:.0%} of its run" in warning
@@ -962,7 +962,7 @@ def test_a_bad_list_is_one_line_and_keeps_the_setup(path, text, expect):
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and errors[0].startswith(expect) and "\n" not in errors[0], errors
     assert at.session_state.toml == toml
-    assert list(comparison(at).index) == ["pc", "pec", "epc"]
+    assert list(comparison(at).index) == ["pc", "jetty9-milestone", "pec"]
 
 
 def test_an_uploaded_params_file_applies_its_fitted_values(tmp_path):
@@ -1079,7 +1079,7 @@ def test_a_bad_link_says_so_in_one_line_and_opens_the_default():
     assert not at.exception
     assert [e.value for e in at.error] == ["link: ValueError: scenario: 'nope' is not a "
                                            "built-in scenario"]
-    assert list(comparison(at).index) == ["pc", "pec", "epc"]
+    assert list(comparison(at).index) == ["pc", "jetty9-milestone", "pec"]
 
 
 def test_replications_show_each_figure_with_its_95_percent_interval():
@@ -1093,8 +1093,8 @@ def test_replications_show_each_figure_with_its_95_percent_interval():
     frames = [d.value for d in at.main.dataframe if "(3 runs)" in "".join(d.value.index)]
     assert len(frames) == 1, [list(d.value.index) for d in at.main.dataframe]
     intervals = frames[0]
-    assert list(intervals.index) == ["pc (3 runs)", "pec (3 runs)", "epc (3 runs)"]
-    for name in ("pc", "pec", "epc"):
+    assert list(intervals.index) == ["pc (3 runs)", "jetty9-milestone (3 runs)", "pec (3 runs)"]
+    for name in ("pc", "jetty9-milestone", "pec"):
         # (within the rounding of the shown interval: pc's one busy CPU is 1.00 - 1.00)
         for col, shown in (("req/s", 0.5), ("p99 (us)", 0.05), ("CPUs", 0.005)):
             lo, hi = (float(x.replace(",", "")) for x in

@@ -45,24 +45,23 @@ def test_throughput_machine_gains_per_core_only_what_its_threads_stall():
     assert makespan("laptop-2007", 64) > 1.2 * makespan("t1000", 64)
 
 
-def test_pipeline_dispatching_each_request_is_a_parallel_slowdown():
-    """Phenomenon 1 (the Jetty 9 milestone): on one pipelined connection, handing each
-    parsed request to a pool thread (pec) instead of consuming it on the producing
-    thread (pc) is slower, runs at lower IPC, loads the LLC several times more per
-    request, spreads over more CPUs, and under ondemand clocks the CPUs lower."""
+def test_pipeline_dispatching_before_parsing_recovers_it_all():
+    """Phenomenon 1's last part, "reverting the threading model recovered it all", on
+    today's pec: Jetty's fix (commit 6bfc19be1b, "dispatch before parsing so that
+    handling is done in same thread", ManagedSelector's threading from 9.3 on) has the
+    selector produce the endpoint's task, and the pool thread that runs it parses and
+    handles every pipelined request (HttpConnection.onFillable). So pec on `pipeline`
+    does what pc does: the same rate, IPC, LLC loads per request and clock, on one CPU,
+    with no dispatch or coherence cost per request (issue 36 item 2; the milestone's
+    threading is jetty9-milestone, below)."""
     pc = run("pipeline", {"strategy.name": "pc"}, requests=8000)
     pec = run("pipeline", {"strategy.name": "pec"}, requests=8000)
-    assert pc["throughput_rps"] > 1.5 * pec["throughput_rps"]
-    assert pec["ipc"] < 0.97 * pc["ipc"]
+    for key in ("throughput_rps", "ipc", "ghz"):
+        assert pec[key] == pytest.approx(pc[key], rel=1e-3), key
     per_req = lambda r: r["llc_loads"] / r["requests"]  # noqa: E731
-    assert per_req(pec) > 2 * per_req(pc)
-    busy = lambda r: sum(u > 0.05 for u in r["cpu_utilization"])  # noqa: E731
-    assert busy(pc) == 1 and busy(pec) >= 2
-    assert pec["ghz"] < 0.9 * pc["ghz"]
-    # The slowdown is hand-off and cache cost: dispatch and coherence appear in the
-    # breakdown of pec and not of pc.
-    assert pec["breakdown_us"]["dispatch"] > 5 and pc["breakdown_us"]["dispatch"] < 0.5
-    assert pec["breakdown_us"]["coherence"] > 1 and pc["breakdown_us"]["coherence"] == 0
+    assert per_req(pec) == pytest.approx(per_req(pc), rel=1e-3)
+    assert pec["cpus_utilized"] < 1.01 and pec["context_switches"] < 0.01 * pec["requests"]
+    assert pec["breakdown_us"]["dispatch"] < 0.5 and pec["breakdown_us"]["coherence"] == 0
 
 
 def test_pipeline_jetty9_milestone_is_a_parallel_slowdown_in_all_its_parts():
@@ -88,6 +87,10 @@ def test_pipeline_jetty9_milestone_is_a_parallel_slowdown_in_all_its_parts():
     assert j9["context_switches"] / j9["requests"] > 1.5
     busy = [u for u in j9["cpu_utilization"] if u > 0.01]
     assert len(busy) >= 2 and sorted(busy)[-2] > 0.05
+    # The slowdown is hand-off and cache cost: dispatch and coherence appear in the
+    # breakdown of the milestone and not of pc (1.8 and 0.53 us a request measured).
+    assert j9["breakdown_us"]["dispatch"] > 1 and pc["breakdown_us"]["dispatch"] < 0.5
+    assert j9["breakdown_us"]["coherence"] > 0.25 and pc["breakdown_us"]["coherence"] == 0
 
 
 def test_hello_event_loop_uses_less_cpu_and_migrates_less_than_a_thread_pool():

@@ -38,6 +38,17 @@ def cfg(strategy, workload, cores=2, work=None, params=None, machine="ideal", **
 
 
 def saturating(connections=8, service_us=10.0):
+    """Connections of independent requests (serial = false, as the EWYK benchmark's),
+    one in flight on each (the next sent when it is answered): a selector's task is
+    one request, which is what these tests count. An HTTP/1.1 connection's task is
+    its endpoint's (tests/test_jetty_endpoints.py)."""
+    return {"kind": "saturating", "connections": connections, "service": "exponential",
+            "service_us": service_us, "serial": False, "depth": 1}
+
+
+def pipelined(connections=1, service_us=10.0):
+    """HTTP/1.1 connections, each keeping 8 pipelined requests in flight (the
+    saturating kind's defaults)."""
     return {"kind": "saturating", "connections": connections, "service": "exponential",
             "service_us": service_us}
 
@@ -435,7 +446,7 @@ def test_milestone_selector_parses_after_a_fill_and_the_pool_handles():
     and dispatches the handling; the next pipelined request is parsed by a pool job
     that HttpConnection.completed queues (execute(this)), so every request costs two
     pool dispatches while its bytes are buffered and none is handled by the selector."""
-    run = Run(cfg("jetty9-milestone", saturating(connections=1), cores=4, requests=800))
+    run = Run(cfg("jetty9-milestone", pipelined(connections=1), cores=4, requests=800))
     s = run.strategy
     fills = s.selectors[0].strategy.selects
     assert fills > 0
@@ -459,7 +470,7 @@ def test_milestone_pool_thread_pays_its_futex_wait_before_it_sleeps():
     (models/syscalls.py) until their next wake-up: the response's write was paid
     before the thread took the queue's head lock to poll (Thread.settle_owed: kernel
     work is done before a lock is taken, not inside it)."""
-    kw = dict(workload=saturating(connections=1), cores=None, machine="i7-3770",
+    kw = dict(workload=pipelined(connections=1), cores=None, machine="i7-3770",
               requests=400)
     j9 = Run(cfg("jetty9-milestone", **kw))
     pec = Run(cfg("pec", **kw))
@@ -477,7 +488,7 @@ def test_milestone_pool_thread_pays_its_futex_wait_before_it_sleeps():
 
 @pytest.mark.parametrize("invocation", ["BLOCKING", "EITHER"])
 def test_milestone_conserves_requests_and_does_not_deadlock(invocation):
-    r = simulate_once(cfg("jetty9-milestone", saturating(16), cores=2, requests=3000,
+    r = simulate_once(cfg("jetty9-milestone", pipelined(16), cores=2, requests=3000,
                           work={"backend_us": 30.0, "invocation": invocation},
                           params={"max_threads": 6, "min_threads": 2}), 3)
     assert r["stop_reason"] == "request limit"
@@ -490,7 +501,7 @@ def test_milestone_conserves_requests_and_does_not_deadlock(invocation):
 
 
 def test_milestone_deterministic_under_a_seed():
-    c = cfg("jetty9-milestone", saturating(2), cores=4, requests=1500, machine="i7-3770",
+    c = cfg("jetty9-milestone", pipelined(2), cores=4, requests=1500, machine="i7-3770",
             params={"select_us": 1.0, "queue_us": 0.1, "thread_start_us": 140.0})
     a = json.dumps(simulate_once(c, 5), sort_keys=True)
     assert a == json.dumps(simulate_once(c, 5), sort_keys=True)
@@ -517,3 +528,68 @@ def test_a_pool_thread_woken_while_it_settles_into_its_futex_wait_is_not_lost():
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     assert r["requests"] == 300 and r["sim_seconds"] < 0.05, r["sim_seconds"]
+
+
+# -- what a selector produces on an HTTP/1.1 connection (issue 36 item 2) -----------------
+
+def test_pec_on_a_pipelined_connection_parses_and_handles_on_one_pool_thread():
+    """Jetty 9.3+: the selector produces the endpoint's fillable task and the pool thread
+    that runs it reads, parses and handles the connection's requests while it has any
+    (HttpConnection.onFillable), so on one saturating pipelined connection pec executes
+    one task for the whole run and every request is parsed and handled by the same
+    pool thread, never by the selector's: pc's loop on another thread, at pc's rate."""
+    kw = dict(workload=pipelined(connections=1), cores=4, requests=1500)
+    pec = Run(cfg("pec", **kw))
+    pc = Run(cfg("pc", **kw))
+    s = pec.strategy
+    assert s.pool.executed - len(s.selectors) == 1
+    assert s.selectors[0].produced == 1 and s.refills == len(pec.done) - 1 + s.holding
+    threads = {(p, c) for _, p, c, _, _ in pec.done}
+    assert len(threads) == 1 and next(iter(threads))[0] == next(iter(threads))[1]
+    assert pec.result["throughput_rps"] == pytest.approx(pc.result["throughput_rps"],
+                                                         rel=1e-9)
+
+
+def _hello(strategy, rate, **sets):
+    return scenario("hello", {"strategy.name": strategy, "machine.preset": "server-2015",
+                              "strategy.params.selectors": 1,
+                              "workload.rate_per_s": rate, **sets}, requests=4000)
+
+
+def test_an_endpoint_task_dispatched_costs_its_selector_two_key_updates_and_a_wakeup():
+    """SocketChannelEndPoint: onSelected drops OP_READ from the desired interest; the
+    selector's updateKeys applies it (epoll_ctl) when the dispatched task is still
+    running; the task's fillInterested then submits the key update
+    (ManagedSelector.submit), which wakes the selector parked in select, and the
+    selector applies it (a second epoll_ctl). A request every 100 us (constant
+    arrivals, a constant 5 us handler): each task is done long before the next
+    request, so per task of pec exactly 2 epoll_ctl and 1 wake-up of the selector
+    (the last task may be unfinished when the run ends; the first few run on pool
+    threads still starting, thread_start_us 140 us, longer than the gap, and the
+    selector is busy with the next request when their update comes); pc runs the
+    task inline before updateKeys, and its key never changes: none."""
+    def counts(strategy):
+        run = Run(_hello(strategy, 10_000.0, **{"workload.arrival": "constant",
+                                                 "workload.service": "deterministic"}))
+        sel = run.strategy.selectors[0]
+        return sel.produced, sel.key_updates, sel.update_wakeups
+
+    tasks, ctl, wakes = counts("pec")
+    assert tasks > 4000
+    assert 2 * tasks - 2 <= ctl <= 2 * tasks
+    assert tasks - 4 <= wakes <= tasks
+    assert counts("pc")[1:] == (0, 0)
+
+
+def test_pec_parses_on_its_pool_threads_so_one_selector_is_not_its_bottleneck():
+    """The issue's case: `hello` on server-2015 with one selector and a 20 us parse, here
+    at 100,000 requests/s. pc parses and handles on the selector's thread, which caps
+    it near 1 / (20 + 5 + socket calls) us, about 30,000/s; pec's selector only
+    selects and its pool threads parse (HttpConnection.onFillable on the thread that
+    runs the task), so it serves the offered load; no request is parsed by the
+    selector's thread."""
+    pc = Run(_hello("pc", 100_000.0, **{"work.produce_us": 20.0}))
+    pec = Run(_hello("pec", 100_000.0, **{"work.produce_us": 20.0}))
+    assert pc.result["throughput_rps"] < 40_000
+    assert pec.result["throughput_rps"] > 0.97 * 100_000
+    assert all(p == c for _, p, c, _, _ in pec.done)

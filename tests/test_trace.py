@@ -50,8 +50,8 @@ def test_a_whole_run_trace_is_valid_and_its_cpu_slices_sum_to_task_clock(strateg
     assert any(n.startswith("CPU ") for n in names) and any(n.startswith("thread ") for n in names)
 
 
-def test_pec_hands_requests_over_with_flow_arrows():
-    doc = chrome_trace(traced("pec", 800, 3000))
+def test_a_dispatching_strategy_hands_requests_over_with_flow_arrows():
+    doc = chrome_trace(traced("jetty9-milestone", 800, 3000))
     starts = [e for e in doc["traceEvents"] if e["ph"] == "s"]
     ends = [e for e in doc["traceEvents"] if e["ph"] == "f"]
     assert starts and len(starts) == len(ends)
@@ -68,14 +68,14 @@ def test_the_file_is_bounded_whatever_the_run_length():
 
 def test_cli_run_trace_writes_the_file(tmp_path, capsys):
     out = tmp_path / "t.json"
-    assert main(["run", "pipeline", "--requests", "800", "--strategy", "pec",
+    assert main(["run", "pipeline", "--requests", "800", "--strategy", "jetty9-milestone",
                  "--trace", str(out), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert "trace" not in printed                        # the rows go to the file only
     doc = json.loads(out.read_text())
     check_format(doc)
     assert doc["otherData"]["kernel_events"] == DEFAULT_EVENTS
-    assert doc["otherData"]["strategy"] == "pec"
+    assert doc["otherData"]["strategy"] == "jetty9-milestone"
 
 
 @pytest.mark.parametrize("path, reason", [
@@ -95,7 +95,8 @@ def traced_with_clock_log(events: int, requests: int, sets: dict | None = None):
     from warmcore.build import build, finish, run_built
 
     sc = warmcore.Scenario.load("pipeline").with_(
-        {"run.trace_events": events, "run.warmup": 0.0, **(sets or {})}, strategy="pec",
+        {"run.trace_events": events, "run.warmup": 0.0, **(sets or {})},
+        strategy="jetty9-milestone",
         requests=requests)
     ctx = build(sc, sc.seed)
     res = finish(ctx, run_built(ctx))
@@ -155,7 +156,7 @@ def test_a_window_starts_each_counter_at_the_clock_then():
 def test_tracing_leaves_the_untraced_json_alone():
     """Trace off: no clock rows and no listener; the JSON is what it was (the CLI
     runs of pipeline, web and contended were compared by sha256 before and after)."""
-    sc = warmcore.Scenario.load("pipeline").with_(strategy="pec", requests=1500)
+    sc = warmcore.Scenario.load("pipeline").with_(strategy="jetty9-milestone", requests=1500)
     plain = warmcore.simulate(sc).to_dict()
     assert "trace" not in plain
     traced_ = warmcore.simulate(sc.with_({"run.trace_events": 100})).to_dict()
