@@ -38,6 +38,24 @@ def test_the_comparison_marks_partial_rows_and_its_best_values():
     assert (delta.loc["shared-queue"].fillna(0) == 0).all()
 
 
+def test_values_that_differ_beyond_the_shown_digits_are_both_best():
+    """pc and pec on one pipelined connection are the same loop on two threads: their
+    figures agree to the shown digits but not always to the last bit, and the table
+    marks both, not whichever float came out a hair larger."""
+    rs = results()
+    row = rs[0].to_dict()
+    hair = warmcore.Result.from_dict({**row, "strategy": "hair",
+                                      "throughput_rps": row["throughput_rps"] * (1 + 1e-12)})
+    slower = warmcore.Result.from_dict({**row, "strategy": "slower",
+                                        "throughput_rps": row["throughput_rps"] * 0.5})
+    df = data.comparison_frame([rs[0], hair, slower])
+    css = data.styled(df).to_html().split("</style>")[0]
+    marked = {sel.strip().rsplit("_", 2)[-2] + "_" + sel.strip().rsplit("_", 1)[-1]
+              for rule in css.split("}") if "#c8f0c8" in rule
+              for sel in rule.split("{")[0].split(",")}
+    assert {"row0_col0", "row1_col0"} <= marked and "row2_col0" not in marked, marked
+
+
 def test_the_breakdown_has_a_row_per_strategy_run_and_cause():
     rs = results()
     df = data.breakdown_frame(rs, rs[:1])

@@ -113,15 +113,18 @@ def styled(df: pd.DataFrame):
     serving = trusted & (rps >= SERVES * rps[trusted].max())
 
     def mark(col: pd.Series):
-        """The best cell(s) of a column; none where every row is the same."""
+        """The best cell(s) of a column, compared as shown: values that differ only
+        beyond the shown digits (the same loop on two threads, say) tie, and every
+        one of them is marked; none where every row shows the same."""
         may = trusted if col.name in (COLUMNS["throughput_rps"][0],) else serving
-        if col[may].nunique(dropna=True) < 2 and may.sum() == len(col):
+        shown = col.map(lambda v, f=fmt.get(col.name, "{}"): f.format(v) if v == v else "")
+        if shown[may].nunique() < 2 and may.sum() == len(col):
             return [""] * len(col)
         if not may.any():
             return [""] * len(col)
-        target = col[may].max() if best[col.name] == "max" else col[may].min()
+        target = shown[col[may].idxmax() if best[col.name] == "max" else col[may].idxmin()]
         return ["background-color: #c8f0c8; font-weight: bold" if ok and v == target else ""
-                for v, ok in zip(col, may, strict=True)]
+                for v, ok in zip(shown, may, strict=True)]
 
     return s.apply(mark, subset=list(best))
 
