@@ -117,7 +117,8 @@ def styled(df: pd.DataFrame):
         beyond the shown digits (the same loop on two threads, say) tie, and every
         one of them is marked; none where every row shows the same."""
         may = trusted if col.name in (COLUMNS["throughput_rps"][0],) else serving
-        shown = col.map(lambda v, f=fmt.get(col.name, "{}"): f.format(v) if v == v else "")
+        form = fmt.get(col.name, "{}")
+        shown = col.map(lambda v: form.format(v) if v == v else "")
         if shown[may].nunique() < 2 and may.sum() == len(col):
             return [""] * len(col)
         if not may.any():
