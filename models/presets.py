@@ -363,9 +363,12 @@ I7_3770 = Preset(
     v_min=0.85, v_max=1.2, tdp_w=77.0,
     # the L2 streamer: Intel optimization manual, Sandy Bridge (Ivy Bridge the same)
     # "Data Prefetching": up to 20 lines ahead of the load request (models.hardware)
-    # turbo by active cores: not in a source found (ARK gives the 1-core 3.9 only), so
-    # turbo_ghz for any count (docs/model-dvfs-energy-presets.md "Turbo limits")
-    extra=PresetExtra(stream_ahead_lines=20.0, **_CLIENT_RAPL),
+    # turbo 3.9 GHz with one or two active cores, 3.8 with three, 3.7 with four: the
+    # part's MSR_TURBO_RATIO_LIMIT as `cpupower frequency-info` prints it on an i7-3770
+    # ("3700 MHz max turbo 4 active cores ... 3900 MHz max turbo 1 active cores";
+    # trexw0w/csgo-server-basic-guide, Server_Optimization.md, Debian 9, 2019)
+    extra=PresetExtra(stream_ahead_lines=20.0, turbo_bins_ghz=(3.9, 3.9, 3.8, 3.7),
+                      **_CLIENT_RAPL),
 )
 
 I7_920 = Preset(
@@ -455,7 +458,9 @@ I9_7960X = Preset(
     ctx_switch_us=1.8, futex_wake_us=1.3, wake_latency_idle_us=40.0, wake_latency_busy_us=4.0,
     static_w_per_core=1.5, package_static_w=25.0, dyn_w_per_core_max=16.0,
     v_min=0.75, v_max=1.2, tdp_w=165.0,
-    # a desktop part: the client RAPL defaults; its bins by active cores not found
+    # a desktop part: the client RAPL defaults; its bins by active cores not found in a
+    # reachable source (ARK gives 4.2 GHz Turbo 2.0 and 4.4 GHz Turbo Max 3.0 only):
+    # turbo_ghz whatever the count
     extra=PresetExtra(**_CLIENT_RAPL),
 )
 

@@ -107,6 +107,68 @@ def test_bins_follow_the_active_cores(busy, ghz):
     assert seen[0.0011][0] == ghz and seen[0.01][0] == ghz
 
 
+IVB = with_overrides(get_preset("i7-3770"), turbo=True)     # bins 3.9/3.9/3.8/3.7
+
+
+def ivb_package_w(ghz: float, busy: int) -> float:
+    """The i7-3770 with ``busy`` cores running, the others in C6 (their leakage
+    gated): 8 W uncore + busy x (2 W leakage + P_dyn); V linear 0.85 V at 1.6 GHz ..
+    1.2 V at 3.9 GHz, 18 W per core at 3.9 GHz."""
+    return 8.0 + busy * (2.0 + dynamic_power_w(IVB, ghz))
+
+
+def test_ivb_power_at_its_bins_by_hand():
+    # 3.7 GHz: V = 0.85 + 0.35 x 2.1/2.3 = 1.16957; 18 x (1.16957/1.2)^2 x 3.7/3.9
+    # = 16.222 W; four cores 8 + 4 x 18.222 = 80.89 W, under PL2 = 96.25 W
+    assert ivb_package_w(3.7, 4) == pytest.approx(80.89, abs=0.01)
+    # 3.8 GHz: V = 1.18478; 18 x 0.97483 x 0.97436 = 17.097 W; three cores 65.29 W
+    assert ivb_package_w(3.8, 3) == pytest.approx(65.29, abs=0.01)
+    assert ivb_package_w(3.9, 2) == pytest.approx(48.0)
+
+
+@pytest.mark.parametrize(("busy", "ghz"), [(1, 3.9), (2, 3.9), (3, 3.8), (4, 3.7)])
+def test_i7_3770_bins_follow_the_active_cores(busy, ghz):
+    # CPUs 0-3 are the first threads of cores 0-3; the power stays under PL2 and the
+    # RAPL average far under PL1 in 10 ms: only the bins limit
+    _, seen = run(IVB, "performance", list(range(busy)), 0.01, (0.0004, 0.0011, 0.01))
+    assert seen[0.0004][0] == 3.9               # no interval yet: the table's top
+    assert seen[0.0011][0] == ghz and seen[0.01][0] == ghz
+
+
+@pytest.mark.parametrize(("cpus", "ghz"), [((0, 4), 3.9), ((0, 1, 2, 4, 5, 6), 3.8),
+                                           (tuple(range(8)), 3.7)])
+def test_i7_3770_bins_count_cores_not_threads(cpus, ghz):
+    # CPU c + 4 is the second hardware thread of CPU c's core: two threads of one
+    # core are one active core (MSR_TURBO_RATIO_LIMIT counts cores in C0/C1)
+    _, seen = run(IVB, "performance", list(cpus), 0.01, (0.0011, 0.01))
+    assert seen[0.0011][0] == ghz and seen[0.01][0] == ghz
+
+
+def test_i7_3770_four_busy_cores_reach_pl1_later_at_their_bin():
+    """Four busy cores at the 3.7 GHz bin draw 80.89 W (not 88.00 W at 3.9): the RAPL
+    average rises from the idle package's 3.2 W (8 W uncore x 0.4 in package C6) and
+    crosses PL1 (77 W) at ln((80.89 - 3.2) / (80.89 - 77)) = 2.99 s; then the
+    ceiling dithers among 3.5, 3.6 and 3.7 GHz (74.23, 77.50, 80.89 W): 77 W."""
+    assert ivb_package_w(3.6, 4) == pytest.approx(77.50, abs=0.01)
+    assert ivb_package_w(3.5, 4) == pytest.approx(74.23, abs=0.01)
+    assert math.log((80.89 - 3.2) / (80.89 - 77.0)) == pytest.approx(2.99, abs=0.01)
+    times = (1.0, 2.95, 3.0, 4.0, 5.0)
+    _, seen = run(IVB, "performance", [0, 1, 2, 3], 5.0, times)
+    assert seen[1.0][0] == 3.7                  # the bin binds, not yet the power
+    assert seen[2.95][0] == 3.7 and seen[2.95][1] < 77.0
+    assert seen[3.0][0] < 3.7 and seen[3.0][1] == pytest.approx(77.0, abs=0.01)
+    assert seen[5.0][2] - seen[4.0][2] == pytest.approx(77.0, abs=0.8)   # joules in 1 s
+    assert 3.5 <= seen[5.0][3] - seen[4.0][3] <= 3.7                     # mean GHz
+
+
+def test_i7_3770_bins_pass_the_preset_validation():
+    assert IVB.extra.turbo_bins_ghz == (3.9, 3.9, 3.8, 3.7)
+    assert with_overrides(IVB, extra={"power_limit_tau_s": 28.0}).extra.turbo_bins_ghz == (
+        3.9, 3.9, 3.8, 3.7)
+    with pytest.raises(warmcore.ConfigError, match="extra.turbo_bins_ghz"):
+        with_overrides(IVB, turbo_ghz=3.8)      # the 1-core bin above the turbo clock
+
+
 def test_a_request_below_base_is_not_touched():
     ctl, seen = run(XEON, "userspace", list(range(20)), 0.1, (0.05, 0.1), userspace_ghz=2.0)
     assert {seen[t][0] for t in seen} == {2.0}
