@@ -18,6 +18,19 @@ def test_closed_loop_obeys_the_interactive_response_time_law():
     assert x == pytest.approx(6 / (r["latency_us"]["mean"] * 1e-6 + 2e-3), rel=0.02)
 
 
+@pytest.mark.parametrize("strategy", ["thread-pool", "event-loop"])
+def test_a_closed_client_is_serial_anyway(strategy):
+    """A closed client has one request in flight, so flagging its connection serial
+    (HTTP/1.1, as `web` does) changes nothing for a strategy that does not produce
+    by connection: the same numbers, bit for bit. Only Jetty's selectors look at it
+    (docs/strategies.md, "What a selector produces")."""
+    def result(serial):
+        return run("web", {"strategy.name": strategy, "workload.serial": serial},
+                   seed=1, requests=1500)
+
+    assert result(True) == result(False)
+
+
 def test_closed_loop_with_one_client_never_queues():
     r = run("mmc", workload={"kind": "closed", "clients": 1, "think_us": 100.0,
                              "service_us": 300.0}, requests=2000)
