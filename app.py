@@ -716,7 +716,8 @@ def answer_section(sc: warmcore.Scenario, names: list[str]) -> None:
     if not held or held["toml"] != st.session_state.toml or held["names"] != list(names):
         st.caption(f"Runs each strategy at offered loads (`workload.{field}`) from a light "
                    "load to past saturation, two seeds each (the same for every strategy), "
-                   "and names the best only where it is better at 95%.")
+                   "and names the best only where it is better at 95% and by 1% or "
+                   "more (a smaller margin is a tie).")
         return
     draw_answer(held["advice"], field, sc.workload.kind == "open")
 

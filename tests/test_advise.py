@@ -54,10 +54,18 @@ CANDS = [adv.Candidate("a", "a"), adv.Candidate("b", "b")]
 def test_two_curves_that_cross_at_a_known_load_give_that_crossover():
     """a costs 10 + 0.1 x CPU us per request, b a flat 20: they cross at x = 100. The
     grid sees a best below it and b above; the bisection narrows the flip to an
-    interval that holds 100 and is a tenth of the grid's gap wide at most."""
+    interval that holds 100 and is a tenth of the grid's gap wide at most (with no
+    smallest winning margin: the bisection's own precision; with the default 1%, a
+    and b tie where they are within 1% of each other, 98 < x < 102, and the flip's
+    interval holds that band)."""
     runner = Curves({"a": lambda x: 10 + 0.1 * x, "b": lambda x: 20.0}, sd=0.05)
+    tied = adv.answer_over(runner, CANDS, [10, 40, 70, 130, 160, 190],
+                           adv.parse_objective("cpu"), integer=False, refine=8)
+    [flip] = tied["crossovers"]
+    assert flip["interval95"][0] <= 98 and flip["interval95"][1] >= 102, flip
     out = adv.answer_over(runner, CANDS, [10, 40, 70, 130, 160, 190],
-                          adv.parse_objective("cpu"), integer=False, refine=8)
+                          adv.parse_objective("cpu").with_min_margin(0.0), integer=False,
+                          refine=8)
     assert [(r["from"], r["to"], r["best"]) for r in out["ranges"]] == [
         (10, 70, "a"), (130, 190, "b")]
     [flip] = out["crossovers"]
@@ -83,6 +91,30 @@ def test_a_difference_inside_the_noise_names_no_winner():
     assert "no significant difference" in text and "no crossover" in text
 
 
+def test_a_consistent_margin_below_one_percent_is_a_tie():
+    """a is 0.1 us (0.5%) cheaper than b's 20 us at every load and seed, with almost no
+    noise of its own: at 95% a is better, but by less than the 1% a real machine could
+    confirm (MIN_MARGIN), so no winner is named; with min_margin 0.1% it is a, by
+    0.5%."""
+    runner = Curves({"a": lambda x: 20.0 - 0.1, "b": lambda x: 20.0}, sd=1e-4)
+    obj = adv.parse_objective("cpu")
+    out = adv.answer_over(runner, CANDS, [10, 50], obj, integer=False, refine=0)
+    assert [(r["best"], r["from"], r["to"]) for r in out["ranges"]] == [(None, 10, 50)]
+    assert {p["leader"] for p in out["points"]} == {"a"}
+    assert all(p["margin"] == pytest.approx(0.1 / 20, rel=0.05) for p in out["points"])
+    low = adv.answer_over(runner, CANDS, [10, 50], obj.with_min_margin(0.001),
+                          integer=False, refine=0)
+    assert [(r["best"], r["from"], r["to"]) for r in low["ranges"]] == [("a", 10, 50)]
+    # (relative to b's mean, which carries the seeds' common draw: 0.1 / 20.5 here)
+    assert low["ranges"][0]["margin"] == pytest.approx(0.005, rel=0.05)
+
+
+@pytest.mark.parametrize("bad", [-0.01, 1.0, float("nan"), "1%", True])
+def test_an_impossible_min_margin_is_refused(bad):
+    with pytest.raises(warmcore.ConfigError, match="min_margin"):
+        adv.parse_objective("cpu").with_min_margin(bad)
+
+
 def test_the_paired_margin_and_its_interval_by_hand():
     """d = a - b = (2, 2, 1.5): mean 11/6, s = 0.2887, t(0.975, 2) = 4.3027, half-width
     4.3027 * 0.2887 / sqrt(3) = 0.7172; relative to b's mean 6.5/3."""
@@ -106,16 +138,23 @@ def test_a_simulated_flip_sits_at_the_capacity_computed_by_hand():
     one thread, so above 1e6 / (its CPU us per request) req/s it cannot keep up while
     shared-queue's four workers can. The throughput answer flips from 'no difference'
     to shared-queue there (the capacity from pc's own CPU time per request at light
-    load), and the probe finds the shared queue's 4,000 req/s saturate."""
+    load), and the probe finds the shared queue's 4,000 req/s saturate. With no
+    smallest winning margin the flip is at the capacity; with the default 1% it is
+    where shared-queue serves 1% more than pc's capacity, 1.01 x the capacity."""
     light = warmcore.simulate(DETERMINISTIC.edit({"workload.rate_per_s": 200.0},
                                                  strategy="pc"))
     capacity = 1e6 / light.per_request()["cpu_us_per_req"]
     assert 990 < capacity < 1000.1            # 1,000 us of work and the kernel's share
     out = adv.advise(DETERMINISTIC, ["pc", "shared-queue"], "throughput", replications=2,
-                     refine=6)
+                     refine=6, min_margin=0.0)
     [flip] = out["crossovers"]
     lo, hi = flip["interval95"]
     assert lo <= capacity <= hi and hi - lo <= 0.05 * capacity, flip
+    margined = adv.advise(DETERMINISTIC, ["pc", "shared-queue"], "throughput",
+                          replications=2, refine=6)
+    [at] = margined["crossovers"]
+    assert at["interval95"][0] <= 1.01 * capacity <= at["interval95"][1], at
+    assert margined["min_margin"] == adv.MIN_MARGIN == 0.01
     assert (flip["from"], flip["to"]) == (None, "shared-queue")
     assert out["ranges"][-1]["best"] == "shared-queue"
     # past the shared queue's own 4,000 req/s: 4,000 against pc's capacity
@@ -191,6 +230,10 @@ def test_advise_pipeline_answers_with_ranges_and_crossovers_as_json():
     (["--tune", "strategy.params.threads=1,x"], "warmcore: strategy.params.threads"),
     (["--strategies", "pc,pec", "--workers", "0"], "warmcore: --workers: must be at "
                                                    "least 1"),
+    (["--strategies", "pc,pec", "--min-margin", "100"], "warmcore: --min-margin: must be "
+                                                        "from 0 to below 100 (%), got 100"),
+    (["--strategies", "pc,pec", "--min-margin", "nan"], "warmcore: --min-margin: must be "
+                                                        "from 0 to below 100 (%), got nan"),
 ])
 def test_bad_advice_requests_get_one_line_and_exit_2(args, line):
     out = cli("advise", "pipeline", *args)

@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "scenario's capacity, light load to past saturation)")
     adv.add_argument("--replications", type=int, default=3,
                      help="seeds per point, the same for every strategy (default 3)")
+    adv.add_argument("--min-margin", type=float, default=1.0, metavar="PCT",
+                     help="the smallest margin, in %% of the runner-up's figure, that names "
+                     "a strategy best (default 1: a smaller one is called a tie)")
     adv.add_argument("--refine", type=int, default=4,
                      help="bisections of the load at each crossover (default 4)")
     adv.add_argument("--tune", metavar="PATH=V1,V2,...", help="instead: the best value of "
@@ -309,8 +312,12 @@ def cmd_advise(args) -> int:
         raise UsageError("--workers: must be at least 1")
     progress = None if args.json or not sys.stderr.isatty() else (
         lambda n: print(f"\r  {n} runs", end="", file=sys.stderr, flush=True))
+    if not 0 <= args.min_margin < 100:      # also refuses nan
+        raise UsageError(f"--min-margin: must be from 0 to below 100 (%), got "
+                         f"{args.min_margin:g}")
     common = dict(objective=args.objective, replications=args.replications,
-                  workers=args.workers, scheduler=args.scheduler, progress=progress)
+                  workers=args.workers, scheduler=args.scheduler, progress=progress,
+                  min_margin=args.min_margin / 100)
     if args.tune:
         path, _, values = args.tune.partition("=")
         if not path or not values:
