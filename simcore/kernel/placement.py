@@ -154,8 +154,10 @@ class Placement:
         picks the target between the waker's CPU and the previous one, then
         ``select_idle_sibling`` looks for an idle CPU in the target's LLC only. With
         none idle there, the shortest queue among the allowed CPUs (standing in for
-        the periodic balancer, not simulated) and, if some CPU is idle elsewhere, a
-        nohz idle-balance kick at the next tick (``_kick_idle_balance``)."""
+        the periodic balancer, not simulated). Linux would also kick the nohz idle
+        balancer when some CPU is idle elsewhere; that kick is not modelled (a queued
+        thread moves when its CPU's current thread is preempted or sleeps, or when a
+        CPU going idle pulls it: docs/model.md, Known departures)."""
         cpus = self.cpus
         allowed = t.allowed_set
         prev = t.last_cpu
