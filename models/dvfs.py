@@ -39,6 +39,27 @@ Sources (Linux, v4.7 onwards unless noted):
     x86 reports since Linux 4.19 dropped smt_gain); frequency scale =
     f / f_max, f_max the top of the domain's table.
 
+Per-CPU policies (``PresetExtra.cpufreq_policy = "cpu"``, the Sandy/Ivy Bridge client
+presets): where the firmware's ACPI _PSD asks for hardware coordination (HW_ALL),
+acpi-cpufreq gives every CPU its own policy (``acpi_cpufreq_cpu_init`` copies the
+domain into ``policy->cpus`` only for SW_ALL/SW_ANY), so each CPU runs its own
+ondemand (or conservative) on its own load alone, with its own sampling_down_factor,
+and writes its own request. Linux 3.x's timer per policy (``do_dbs_timer``) is
+aligned to the period ("delay -= jiffies % delay") and deferrable: an idle CPU is
+not woken for it, it runs at the first tick after the CPU wakes, over the whole
+window since its last sample. The package's cores share one clock, which runs the
+highest P-state requested among the *active* cores (Intel's desktop datasheets,
+e.g. 3rd Gen Core Desktop Datasheet vol. 1, 4.2.1 Enhanced Intel SpeedStep
+Technology: "the highest frequency P-state requested amongst all active cores";
+an idle core in a C-state has no vote), a new resolution waiting for a transition
+in progress to complete ("the new transition is deferred until the previous
+transition is completed"). So a thread whose work is spread over CPUs makes each
+CPU's governor see part of the load and the package run the request of whichever
+CPUs run at the moment. The governors' rule itself is the one above (the later
+kernels' f = min_f + load * (max_f - min_f) / 100), not 3.5's load * freq_avg
+against up_threshold * cur with its down_differential (docs/model.md, "The
+governor's view of a thread that moves").
+
 Simplifications: the tick is CONFIG_HZ=250's 4 ms (the default of
 kernel/Kconfig.hz); per-domain (not per-CPU) iowait boost, which only
 ``DvfsController.iowait_wakeup`` sets (no simulated wait is an iowait: Linux
@@ -103,6 +124,11 @@ def available_ghz(preset) -> tuple[float, ...]:
 
 def _khz(ghz: float) -> int:
     return round(ghz * 1e6)
+
+
+def _next_multiple(now: float, step: float) -> float:
+    """The first multiple of ``step`` after ``now`` (a timer aligned to its period)."""
+    return (math.floor(now / step + 1e-9) + 1) * step
 
 
 def frequency_domains(preset) -> list[list[int]]:
@@ -543,9 +569,15 @@ class DvfsController:
         if not cpus or cpus != list(range(len(cpus))) or any(not d for d in self.domains):
             raise ConfigError("domains", "must be non-empty lists partitioning CPUs 0..n-1")
         self.n_cpus = len(cpus)
-        self.governors = [make_governor(governor, preset, params, userspace_ghz)
-                          for _ in self.domains]
-        gov_fixed = self.governors[0].fixed
+        first = make_governor(governor, preset, params, userspace_ghz)
+        gov_fixed = first.fixed
+        # one governor per cpufreq policy: per frequency domain, or per CPU where the
+        # hardware coordinates the domain's requests (PresetExtra.cpufreq_policy)
+        self.per_cpu = (preset.extra.cpufreq_policy == "cpu" and not gov_fixed
+                        and not first.event_driven)
+        policies = self.n_cpus if self.per_cpu else len(self.domains)
+        self.governors = [first] + [make_governor(governor, preset, params, userspace_ghz)
+                                    for _ in range(policies - 1)]
         self.latency_s = preset.transition_latency_us * 1e-6
         self.table_ghz = self.governors[0].table_ghz
         self.cpu_domain = [0] * self.n_cpus
@@ -595,6 +627,8 @@ class DvfsController:
         self._freq_update_t = [-_INF] * nd      # sugov last_freq_update_time
         self._idle_calls = [0] * n              # times each CPU went idle
         self._saved_idle_calls = [0] * n        # ... at its domain's last evaluation
+        if self.per_cpu:
+            self._init_per_cpu()
         if self.pcu is not None:
             sock = self.pcu.socket_of
             self._dom_socket = [sock[dom[0]] for dom in self.domains]
@@ -607,12 +641,19 @@ class DvfsController:
             self.ghz = lambda cpu, now: cpu_ghz[cpu]          # hot path: a plain lookup
 
     # -- setup -------------------------------------------------------------
+    def _init_per_cpu(self) -> None:
+        """State of per-CPU policies: each CPU's request (its governor's last target,
+        the P-state it wrote to its IA32_PERF_CTL) and its deferred timer's wake-up."""
+        self.cpu_req = list(self.cpu_ghz)
+        self._wake_ev: list = [None] * self.n_cpus
+
     def _start(self, now: float) -> None:
         self.t_start = now
         nd = len(self.domains)
         self._dom_since = [now] * nd
         self._dom_int = [0.0] * nd
         self._last_sample = [now] * nd
+        self._cpu_last_sample = [now] * self.n_cpus
         self.changes.clear()
         for d, dom in enumerate(self.domains):
             self.changes.append((now, d, self.cpu_ghz[dom[0]]))
@@ -633,6 +674,10 @@ class DvfsController:
                 env.process(self._pcu_loop(env, s))
         if self._gov_fixed:
             return
+        if self.per_cpu:
+            for c in range(self.n_cpus):
+                env.process(self._cpu_sampler(env, c))
+            return
         for d in range(len(self.domains)):
             env.process(self._sampler(env, d))
 
@@ -646,6 +691,23 @@ class DvfsController:
                 self.sample(d, env.now)
             elif any(busy[c] >= 0.0 for c in dom):      # the tick of a running CPU
                 self._update_util(d, env.now)
+
+    def _cpu_sampler(self, env, c: int):
+        """CPU ``c``'s own governor timer (Linux 3.x cpufreq_ondemand.c do_dbs_timer,
+        one per policy): due at the next multiple of the period ("We want all CPUs to
+        do sampling nearly on same jiffy": delay -= jiffies % delay), and deferrable
+        (INIT_DELAYED_WORK_DEFERRABLE): an idle CPU is not woken for it; it runs at the
+        first tick (TICK_S grid) the CPU is running at after its wake-up."""
+        gov = self.governors[c]
+        busy = self._busy_since
+        while True:
+            delay = gov.period_s
+            yield env.timeout(_next_multiple(env.now, delay) - env.now)
+            while busy[c] < 0.0:
+                self._wake_ev[c] = env.event()
+                yield self._wake_ev[c]
+                yield env.timeout(_next_multiple(env.now, TICK_S) - env.now)
+            self.sample_cpu(c, env.now)
 
     def _running(self, cpu: int) -> float:
         """PELT's running contribution of ``cpu`` now: its clock's share of the top
@@ -692,9 +754,10 @@ class DvfsController:
         self._req[d] = f
         if self.pcu is not None:                # the package grants at most its ceiling
             f = min(f, self.pcu.ceiling[self._dom_socket[d]])
-            if f == self.cpu_ghz[dom[0]]:
-                return
-        self._change(d, t, f)
+        if self.pcu is None or f != self.cpu_ghz[dom[0]]:
+            self._change(d, t, f)
+        if self.per_cpu:                        # the votes, as they are when it completes
+            self._resolve(d, t)
 
     def _change(self, d: int, t: float, f: float) -> None:
         """Domain ``d``'s clock becomes ``f`` at ``t``: busy accounting, PELT, listeners."""
@@ -732,6 +795,12 @@ class DvfsController:
         self.pelt[cpu].update(now, self._running(cpu))
         if self.event_driven:
             self._update_util(self.cpu_domain[cpu], now)
+        if self.per_cpu:
+            self._resolve(self.cpu_domain[cpu], now)
+            ev = self._wake_ev[cpu]
+            if ev is not None:                  # its deferred timer runs at the next tick
+                self._wake_ev[cpu] = None
+                ev.succeed()
 
     def cpu_idle(self, cpu: int, now: float) -> None:
         since = self._busy_since[cpu]
@@ -747,6 +816,8 @@ class DvfsController:
         self._idle_calls[cpu] += 1
         if self.event_driven:
             self._update_util(self.cpu_domain[cpu], now)
+        if self.per_cpu:
+            self._resolve(self.cpu_domain[cpu], now)
 
     def iowait_wakeup(self, cpu: int, now: float) -> None:
         """A task woke on ``cpu`` after I/O (schedutil's iowait boost at the next sample)."""
@@ -782,7 +853,15 @@ class DvfsController:
         pend = self._pending[d]
         if self.event_driven:
             target = self._sugov_hold(d, dom, target, cur if pend is None else pend[1], now)
-        if target == cur:
+        self._request(d, now, target, in_notice=self.event_driven)
+        return target
+
+    def _request(self, d: int, now: float, target: float, in_notice: bool) -> None:
+        """Domain ``d`` is asked for ``target``: a change (or the cancel of one pending)
+        that applies ``transition_latency_us`` later."""
+        dom = self.domains[d]
+        pend = self._pending[d]
+        if target == self._req[d]:
             if pend is not None:
                 self._pending[d] = None
                 for c in dom:
@@ -791,13 +870,68 @@ class DvfsController:
             self._pending[d] = (now + self.latency_s, target)
             for c in dom:
                 self.due_at[c] = now + self.latency_s
-            if self.latency_s <= 0.0 and not self.event_driven:
+            if self.latency_s <= 0.0 and not in_notice:
                 self._apply(d)
             elif self.on_pending is not None:
-                # (an event-driven evaluation runs inside a CPU's busy/idle notice: its
-                # change applies through the pending list, not in the middle of it)
+                # (an evaluation inside a CPU's busy/idle notice: its change applies
+                # through the pending list, not in the middle of it)
                 self.on_pending(d, now + self.latency_s)
-        return target
+
+    # -- per-CPU policies ------------------------------------------------------
+    def cpu_load(self, cpu: int, now: float, mark: bool = False) -> float:
+        """Busy fraction of ``cpu`` since its own policy's last sample (dbs_check_cpu:
+        (wall - idle) / wall over the CPU's window)."""
+        span = now - self._cpu_last_sample[cpu]
+        b = self.busy_time(cpu, now)
+        load = min(1.0, max(0.0, (b - self._busy_mark[cpu]) / span)) if span > 0 else 0.0
+        if mark:
+            self._busy_mark[cpu] = b
+            self._cpu_last_sample[cpu] = now
+        return load
+
+    def sample_cpu(self, cpu: int, now: float) -> float:
+        """Run CPU ``cpu``'s own governor on its own load; its request becomes the
+        target, and the package clock the highest request of its active cores
+        (package_vote). Returns the CPU's request (GHz)."""
+        self._sync(cpu, now)
+        load = self.cpu_load(cpu, now, mark=True)
+        gov = self.governors[cpu]
+        # policy->cur of a per-CPU policy is its own last request (acpi-cpufreq's
+        # target() reports the P-state it wrote), not the clock the package granted
+        self.cpu_req[cpu] = gov.next_freq(now, self.cpu_req[cpu], [load],
+                                          [self.pelt[cpu].value(now)])
+        self._resolve(self.cpu_domain[cpu], now)
+        return self.cpu_req[cpu]
+
+    def package_vote(self, d: int) -> float | None:
+        """The clock domain ``d`` runs at: the highest P-state requested among its
+        active cores (3rd Gen Intel Core Desktop Datasheet vol. 1, 4.2.1 Enhanced Intel
+        SpeedStep: "All active processor cores share the same frequency and voltage. In
+        a multi-core processor, the highest frequency P-state requested amongst all
+        active cores is selected"): an idle core, in a C-state, has no vote. A core's
+        request is taken as that of its running hardware threads (the datasheet does
+        not say how a halted sibling's request counts; with one thread per core the
+        two readings agree). ``None`` when nothing runs (the package idles and keeps
+        its clock)."""
+        busy = self._busy_since
+        req = self.cpu_req
+        best = None
+        for c in self.domains[d]:
+            if busy[c] >= 0.0 and (best is None or req[c] > best):
+                best = req[c]
+        return best
+
+    def _resolve(self, d: int, now: float) -> None:
+        """Domain ``d``'s vote may have changed (a request, a CPU started or stopped
+        running, a transition completed): the package moves to the highest request of
+        its running CPUs. A transition in progress completes first (the datasheet, 4.2.1:
+        "If a previous transition is in progress, the new transition is deferred until
+        the previous transition is completed"); the votes are taken again then."""
+        if self._pending[d] is not None:
+            return
+        vote = self.package_vote(d)
+        if vote is not None and vote != self._req[d]:
+            self._request(d, now, vote, in_notice=True)
 
     def _sugov_hold(self, d: int, dom: list[int], target: float, requested: float,
                     now: float) -> float:

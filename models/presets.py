@@ -36,6 +36,16 @@ class PresetExtra(BaseModel):
         "(): on x86 from APERF/MPERF since Linux 5.7, arch/x86/kernel/smpboot.c, later "
         "cpu/aperfmperf.c), so schedutil's get_next_freq scales util by the maximum "
         "frequency; False: raw util by the current one (older kernels)"))
+    cpufreq_policy: Literal["domain", "cpu"] = Field(default="domain", description=(
+        "what one cpufreq policy (one governor instance) covers. 'domain': the CPUs of "
+        "a frequency domain together, the governor taking the highest load among them "
+        "(ACPI _PSD coordination SW_ALL/SW_ANY: acpi-cpufreq copies the domain into "
+        "policy->cpus). 'cpu': every CPU its own policy and governor (_PSD HW_ALL, what "
+        "Intel client firmware reports: acpi-cpufreq leaves policy->cpus to the CPU alone, "
+        "acpi_cpufreq_cpu_init 'Will let policy->cpus know about dependency only when "
+        "software coordination is required'); the package then runs the highest P-state "
+        "requested among its active cores (models.dvfs 'Per-CPU policies'). Applies to "
+        "the sampling governors (ondemand, conservative)"))
     package_c6_power_fraction: float = Field(default=0.4, ge=0, le=1, description=(
         "share of package_static_w the uncore still draws in package C6 (every core of "
         "the socket in C6): an i7-4770K idles at 5 W of package power with C6/C7 "
@@ -365,7 +375,7 @@ I7_3770 = Preset(
     # "Data Prefetching": up to 20 lines ahead of the load request (models.hardware)
     # turbo by active cores: not in a source found (ARK gives the 1-core 3.9 only), so
     # turbo_ghz for any count (docs/model-dvfs-energy-presets.md "Turbo limits")
-    extra=PresetExtra(stream_ahead_lines=20.0, **_CLIENT_RAPL),
+    extra=PresetExtra(stream_ahead_lines=20.0, cpufreq_policy="cpu", **_CLIENT_RAPL),
 )
 
 I7_920 = Preset(
@@ -426,7 +436,8 @@ I5_2400 = Preset(
     # turbo 3.4 GHz with one active core, 3.3 with two or three, 3.2 with four (GameStar,
     # "Intel Core i5 2400", 2011: "Ist nur ein Kern aktiv ... 3,4 GHz, bei Belastung von
     # zwei oder drei Kernen auf 3,3 GHz. Wenn alle vier Kerne arbeiten ... 3,2 GHz")
-    extra=PresetExtra(turbo_bins_ghz=(3.4, 3.3, 3.3, 3.2), **_CLIENT_RAPL),
+    extra=PresetExtra(turbo_bins_ghz=(3.4, 3.3, 3.3, 3.2), cpufreq_policy="cpu",
+                      **_CLIENT_RAPL),
 )
 
 I9_7960X = Preset(

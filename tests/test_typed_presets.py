@@ -56,10 +56,11 @@ def test_presets_are_frozen_and_strict():
         with_overrides(p, cores_per_socket="4")      # no silent str -> int
     with pytest.raises(warmcore.ConfigError, match="turbo: should be true or false"):
         with_overrides(p, turbo="yes")
-    # one extra field overridden, the preset's others kept (the i7-3770's streamer and
-    # RAPL window)
+    # one extra field overridden, the preset's others kept (the i7-3770's streamer,
+    # RAPL window and per-CPU cpufreq policies)
     assert with_overrides(p, extra={"l1i_ways": 4}).extra == PresetExtra(
-        l1i_ways=4, stream_ahead_lines=20.0, power_limit_tau_s=1.0, power_limit_2_ratio=1.25)
+        l1i_ways=4, stream_ahead_lines=20.0, power_limit_tau_s=1.0, power_limit_2_ratio=1.25,
+        cpufreq_policy="cpu")
 
 
 def test_preset_and_governor_parameters_carry_their_ranges():

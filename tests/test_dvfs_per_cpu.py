@@ -1,0 +1,170 @@
+"""Per-CPU cpufreq policies on a package clock (models.dvfs "Per-CPU policies"), step
+by step against Linux 3.x ondemand and the Intel client datasheets' resolution, each
+figure computed by hand in the comments."""
+
+from __future__ import annotations
+
+import pytest
+import simpy
+
+from warmcore.models.dvfs import DvfsController, frequency_domains
+from warmcore.models.presets import Preset, PresetExtra, get_preset, with_overrides
+from warmcore.simcore.config import ConfigError
+from tests.helpers import run
+
+# 2 cores, one thread each, one package clock; each CPU its own ondemand (HW_ALL)
+HW = Preset(
+    name="toy-hw", description="test machine", sources=("test",),
+    cores_per_socket=2, threads_per_core=1, pstates_ghz=(1.0, 1.5, 2.0, 2.5, 3.0),
+    freq_domain="package", transition_latency_us=20.0,
+    extra=PresetExtra(cpufreq_policy="cpu"),
+)
+SW = with_overrides(HW, extra={"cpufreq_policy": "domain"})   # one policy for both
+
+
+def controller(preset, **kw):
+    return DvfsController(preset, "ondemand", frequency_domains(preset), initial_ghz=1.0, **kw)
+
+
+def test_each_cpu_requests_from_its_own_load_and_the_package_runs_the_running_ones_highest():
+    ctl = controller(HW)
+    assert ctl.per_cpu and len(ctl.governors) == 2
+    ctl.cpu_busy(0, 0.0)
+    ctl.cpu_idle(0, 0.005)                   # CPU 0: 5 of 10 ms busy, CPU 1: idle
+    # CPU 0: load 50 -> 1.0 + 50 * (3.0 - 1.0) / 100 = 2.0 GHz; CPU 1: load 0 -> 1.0
+    assert ctl.sample_cpu(0, 0.010) == 2.0
+    assert ctl.sample_cpu(1, 0.010) == 1.0
+    assert ctl.cpu_req == [2.0, 1.0]
+    assert ctl.package_vote(0) is None       # nothing runs: no vote, the clock stays
+    assert ctl.ghz(0, 0.010) == 1.0
+    # CPU 1 alone runs: the package runs its request, 1.0
+    ctl.cpu_busy(1, 0.011)
+    assert ctl.package_vote(0) == 1.0 and ctl.ghz(1, 0.011) == 1.0
+    # both run: max(2.0, 1.0) = 2.0, after the 20 us transition
+    ctl.cpu_busy(0, 0.012)
+    assert ctl.package_vote(0) == 2.0
+    assert ctl.ghz(1, 0.01201) == 1.0 and ctl.ghz(1, 0.01202) == 2.0
+    # CPU 0 idles (a C-state: no vote): back to CPU 1's 1.0, 20 us later
+    ctl.cpu_idle(0, 0.013)
+    assert ctl.ghz(1, 0.01301) == 2.0 and ctl.ghz(1, 0.01302) == 1.0
+
+
+def test_one_policy_for_the_package_runs_the_highest_load_whoever_runs():
+    """The same trace with software coordination: the package's one ondemand takes
+    max(50 %, 0 %) = 50 % -> 2.0 GHz for CPU 1 running alone too."""
+    ctl = controller(SW)
+    assert not ctl.per_cpu and len(ctl.governors) == 1
+    ctl.cpu_busy(0, 0.0)
+    ctl.cpu_idle(0, 0.005)
+    assert ctl.sample(0, 0.010) == 2.0
+    ctl.cpu_busy(1, 0.011)
+    assert ctl.ghz(1, 0.011) == 2.0
+
+
+def test_up_threshold_and_proportional_choice_per_cpu():
+    ctl = controller(HW)
+    ctl.cpu_busy(0, 0.0)
+    ctl.cpu_busy(1, 0.0)
+    ctl.cpu_idle(1, 0.0033)
+    # CPU 0: 100 % > 95 -> the top, 3.0; CPU 1: 33 % -> 1.0 + 0.66 = 1.66 -> RELATION_L 2.0
+    assert ctl.sample_cpu(0, 0.010) == 3.0
+    assert ctl.sample_cpu(1, 0.010) == 2.0
+    assert ctl.ghz(0, 0.01002) == 3.0       # CPU 0 runs: its 3.0 wins
+    ctl.cpu_idle(0, 0.011)                  # nothing runs: the clock stays at 3.0
+    assert ctl.ghz(0, 0.012) == 3.0
+    ctl.cpu_busy(1, 0.012)                  # CPU 1 alone: its 2.0
+    assert ctl.ghz(1, 0.01202) == 2.0
+
+
+def sampling_run(preset, events, until, params=None):
+    """Run a controller with its samplers under SimPy; ``events`` are (t, cpu, busy)."""
+    ctl = DvfsController(preset, "ondemand", frequency_domains(preset), initial_ghz=1.0,
+                         params=params)
+    env = simpy.Environment()
+    ctl.bind(env)
+    samples = []
+    sample = ctl.sample_cpu
+
+    def logged(cpu, now):
+        samples.append((round(now * 1e3, 6), cpu, sample(cpu, now)))
+        return samples[-1][2]
+    ctl.sample_cpu = logged
+
+    def driver(env):
+        for t, cpu, busy in events:
+            yield env.timeout(t - env.now)
+            (ctl.cpu_busy if busy else ctl.cpu_idle)(cpu, env.now)
+    env.process(driver(env))
+    env.run(until=until)
+    return ctl, samples
+
+
+def test_an_idle_cpus_timer_is_deferred_to_its_first_tick_after_waking():
+    """do_dbs_timer is deferrable: CPU 1, idle at 10 ms, samples at the first 4 ms tick
+    after it wakes at 13 ms, 16 ms, over the window 0..16 ms: busy 13..16 = 3 ms,
+    load 18 % -> 1.0 + 18 * 2.0 / 100 = 1.36 -> RELATION_L 1.5; then again on the
+    10 ms grid (20 ms), busy all of 16..20 -> 3.0."""
+    _ctl, samples = sampling_run(HW, [(0.0, 0, True), (0.013, 1, True)], until=0.0205)
+    assert [s for s in samples if s[1] == 1] == [(16.0, 1, 1.5), (20.0, 1, 3.0)]
+    assert [s for s in samples if s[1] == 0] == [(10.0, 0, 3.0), (20.0, 0, 3.0)]
+
+
+def test_sampling_down_factor_holds_a_cpus_top_request():
+    """CPU 0 busy 0..12 ms and from 35 ms: at 10 ms its 100 % asks for the top, 3.0.
+    sampling_down_factor 1: the next sample is due at 20 ms, deferred (CPU 0 idle)
+    to the first tick after 35 ms, 36 ms: window 10..36, busy 2 + 1 = 3 ms, 11 % ->
+    1.22 -> 1.5, and at 40 ms, busy all of 36..40, the top again. sampling_down_factor
+    4: the next is due on the 40 ms grid (40 ms): window 10..40, busy 2 + 5 = 7 ms,
+    23 % -> 1.46 -> 1.5."""
+    events = [(0.0, 0, True), (0.012, 0, False), (0.035, 0, True)]
+    _ctl, one = sampling_run(HW, events, until=0.0405)
+    _ctl, four = sampling_run(HW, events, until=0.0405, params={"sampling_down_factor": 4})
+    assert [s for s in one if s[1] == 0] == [(10.0, 0, 3.0), (36.0, 0, 1.5), (40.0, 0, 3.0)]
+    assert [s for s in four if s[1] == 0] == [(10.0, 0, 3.0), (40.0, 0, 1.5)]
+
+
+def test_smt_siblings_vote_while_they_run():
+    """i7-3770: CPU N's sibling is N + 4; each logical CPU has its own policy."""
+    ivb = get_preset("i7-3770")
+    ctl = DvfsController(ivb, "ondemand", frequency_domains(ivb), initial_ghz=1.6)
+    assert ctl.per_cpu and len(ctl.governors) == 8
+    ctl.cpu_busy(0, 0.0)
+    ctl.cpu_idle(0, 0.005)
+    assert ctl.sample_cpu(0, 0.010) == 2.5   # 50 %: 1.6 + 50 * 1.8 / 100 = 2.5
+    ctl.cpu_busy(4, 0.011)                   # its sibling runs, CPU 0 halted: 1.6
+    assert ctl.package_vote(0) == 1.6
+    ctl.cpu_busy(0, 0.012)
+    assert ctl.package_vote(0) == 2.5
+
+
+def test_presets_with_hardware_coordination():
+    """Sandy and Ivy Bridge client parts (acpi-cpufreq, _PSD HW_ALL) have per-CPU
+    policies; the others keep one policy per frequency domain."""
+    per_cpu = {name for name in ("i7-3770", "i5-2400", "i7-920", "core2-quad", "laptop-2007",
+                                 "i9-7960x", "epyc-zen3")
+               if get_preset(name).extra.cpufreq_policy == "cpu"}
+    assert per_cpu == {"i7-3770", "i5-2400"}
+    # fixed and event-driven governors keep their per-domain controller
+    ivb = get_preset("i7-3770")
+    for gov in ("performance", "schedutil"):
+        assert not DvfsController(ivb, gov, frequency_domains(ivb)).per_cpu
+
+
+def test_bad_cpufreq_policy_names_the_field():
+    with pytest.raises(ConfigError, match="cpufreq_policy"):
+        with_overrides(HW, extra={"cpufreq_policy": "socket"})
+
+
+def test_work_spread_over_cpus_runs_a_lower_clock_than_one_busy_core():
+    """pipeline under ondemand: pc keeps one CPU busy (100 % -> the top, 3.4 GHz, with
+    either coordination); jetty9-milestone spreads each request over a selector and
+    pool threads on other CPUs, none of which looks busy: with per-CPU policies the
+    package runs the request of whichever runs, lower than the domain's max load."""
+    per_cpu = {"machine.overrides": {"extra": {"cpufreq_policy": "cpu"}}}
+    domain = {"machine.overrides": {"extra": {"cpufreq_policy": "domain"}}}
+    pc = run("pipeline", {"strategy.name": "pc", **per_cpu}, requests=4000)
+    j9 = run("pipeline", {"strategy.name": "jetty9-milestone", **per_cpu}, requests=4000)
+    j9_domain = run("pipeline", {"strategy.name": "jetty9-milestone", **domain}, requests=4000)
+    assert pc["ghz"] == pytest.approx(3.4)
+    assert j9["ghz"] < 0.75 * pc["ghz"]
+    assert j9["ghz"] < 0.97 * j9_domain["ghz"]
