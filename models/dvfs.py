@@ -105,6 +105,10 @@ PELT_PERIOD_S = 1.024e-3                 # kernel/sched/pelt.c: 1024 us periods
 TICK_S = 4e-3                            # CONFIG_HZ=250, kernel/Kconfig.hz's default
 PELT_Y = 0.5 ** (1.0 / 32.0)             # y^32 = 0.5: half-life 32 periods
 SCHED_CAPACITY_SCALE = 1024
+# Linux 3.x (to 3.10) cpufreq_ondemand.c with idle micro-accounting (cpufreq_gov_dbs_init:
+# "Idle micro accounting is supported. Use finer thresholds"): up_threshold 95 and
+# down_differential 3 (MICRO_FREQUENCY_UP_THRESHOLD, MICRO_FREQUENCY_DOWN_DIFFERENTIAL)
+MICRO_FREQUENCY_DOWN_DIFFERENTIAL = 3
 IOWAIT_BOOST_MIN = SCHED_CAPACITY_SCALE // 8
 _LN_Y_PER_S = math.log(PELT_Y) / PELT_PERIOD_S
 _INF = math.inf
@@ -276,6 +280,7 @@ class Governor:
     tunables: ClassVar[dict[str, float]] = {}       # Tunables' defaults
     fixed = True            # no sampling (period_s is None)
     event_driven = False    # also evaluated when a CPU starts or stops running
+    needs_busy_ghz = False  # next_freq takes busy_ghz (each CPU's mean clock while busy)
 
     def __init__(self, preset, params: dict | None = None):
         self._table = [_khz(f) for f in available_ghz(preset)]
@@ -371,7 +376,9 @@ def _load_pct(loads: list[float]) -> int:
 
 
 class Ondemand(Governor):
-    """cpufreq_ondemand.c: jump to max above up_threshold, else proportional."""
+    """cpufreq_ondemand.c: jump to max above up_threshold, else proportional; or, with
+    ``PresetExtra.ondemand_rule = "load-freq"``, Linux 3.x's (to 3.10) dbs_check_cpu
+    (``load_freq_rule``)."""
 
     name = "ondemand"
     fixed = False
@@ -381,6 +388,8 @@ class Ondemand(Governor):
     def __init__(self, preset, params: dict | None = None):
         super().__init__(preset, params)
         self._rate_mult = 1
+        self.rule = preset.extra.ondemand_rule
+        self.needs_busy_ghz = self.rule == "load-freq"
 
     @property
     def period_s(self) -> float:
@@ -389,7 +398,9 @@ class Ondemand(Governor):
     def reset(self) -> None:
         self._rate_mult = 1
 
-    def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False):
+    def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False, busy_ghz=None):
+        if self.rule == "load-freq":
+            return self.load_freq_rule(_khz(cur_ghz), loads, busy_ghz) / 1e6
         load = _load_pct(loads)
         if load > self.params["up_threshold"]:
             if _khz(cur_ghz) < self.max_khz:
@@ -398,6 +409,35 @@ class Ondemand(Governor):
         self._rate_mult = 1
         f = self.min_khz + load * (self.max_khz - self.min_khz) // 100
         return self.relation_l(f) / 1e6
+
+    def load_freq_rule(self, cur: int, loads: list[float], busy_ghz: list[float] | None) -> int:
+        """Linux 3.x dbs_check_cpu (cpufreq_ondemand.c up to 3.10), in kHz: each CPU's
+        integer load times its average clock over the window (freq_avg, acpi-cpufreq's
+        getavg from APERF/MPERF: the clock while it ran; policy->cur if it did not run),
+        the maximum over the policy's CPUs; above up_threshold x cur: the top (and
+        sampling_down_factor); else, unless already at the minimum, below
+        (up_threshold - down_differential) x cur: the lowest P-state at or above
+        max_load_freq / (up_threshold - down_differential) (RELATION_L); between the
+        two: no change. So a CPU busy half the time at 3.4 GHz asks for 1.9 GHz (the
+        clock it would be 92 % busy at), not the later kernels' 2.5."""
+        p = self.params
+        up = p["up_threshold"]
+        max_load_freq = 0
+        for i, x in enumerate(loads):
+            g = busy_ghz[i] if busy_ghz else 0.0
+            freq_avg = _khz(g) if g > 0.0 else cur
+            max_load_freq = max(max_load_freq, _load_pct([x]) * freq_avg)
+        if max_load_freq > up * cur:
+            if cur < self.max_khz:
+                self._rate_mult = int(p["sampling_down_factor"])
+            return self.max_khz
+        if cur <= self.min_khz:
+            return cur
+        band = up - MICRO_FREQUENCY_DOWN_DIFFERENTIAL
+        if max_load_freq < band * cur:
+            self._rate_mult = 1
+            return self.relation_l(max(max_load_freq // band, self.min_khz))
+        return cur
 
 
 class Conservative(Governor):
@@ -617,6 +657,7 @@ class DvfsController:
         self._busy_mark = [0.0] * n             # busy total at the last sample
         self._cyc = [0.0] * n                   # GHz*s while busy (for busy-weighted GHz)
         self._cyc_t = [0.0] * n
+        self._cyc_mark = [0.0] * n              # cycles at the last sample (load-freq rule)
         self._iowait = [False] * nd
         self.pelt = [Pelt() for _ in range(n)]
         # PELT's frequency invariance (kernel/sched/pelt.c): a running CPU contributes
@@ -843,13 +884,19 @@ class DvfsController:
         """Run domain ``d``'s governor at ``now``; returns its target GHz."""
         dom = self.domains[d]
         self._sync(dom[0], now)
+        gov = self.governors[d]
+        busy_ghz = ([self.window_busy_ghz(c, now, mark=True) for c in dom]
+                    if gov.needs_busy_ghz else None)
         loads = self.loads(d, now, mark=True)
         self._last_sample[d] = now
         utils = [self.pelt[c].value(now) for c in dom]
         boost = self._iowait[d]
         self._iowait[d] = False
         cur = self._req[d]           # the request: turbo limits may hold the clock lower
-        target = self.governors[d].next_freq(now, cur, loads, utils, boost)
+        if busy_ghz is None:
+            target = gov.next_freq(now, cur, loads, utils, boost)
+        else:
+            target = gov.next_freq(now, cur, loads, utils, boost, busy_ghz=busy_ghz)
         pend = self._pending[d]
         if self.event_driven:
             target = self._sugov_hold(d, dom, target, cur if pend is None else pend[1], now)
@@ -894,12 +941,17 @@ class DvfsController:
         target, and the package clock the highest request of its active cores
         (package_vote). Returns the CPU's request (GHz)."""
         self._sync(cpu, now)
-        load = self.cpu_load(cpu, now, mark=True)
         gov = self.governors[cpu]
+        busy_ghz = [self.window_busy_ghz(cpu, now, mark=True)] if gov.needs_busy_ghz else None
+        load = self.cpu_load(cpu, now, mark=True)
         # policy->cur of a per-CPU policy is its own last request (acpi-cpufreq's
         # target() reports the P-state it wrote), not the clock the package granted
-        self.cpu_req[cpu] = gov.next_freq(now, self.cpu_req[cpu], [load],
-                                          [self.pelt[cpu].value(now)])
+        utils = [self.pelt[cpu].value(now)]
+        if busy_ghz is None:
+            self.cpu_req[cpu] = gov.next_freq(now, self.cpu_req[cpu], [load], utils)
+        else:
+            self.cpu_req[cpu] = gov.next_freq(now, self.cpu_req[cpu], [load], utils,
+                                              busy_ghz=busy_ghz)
         self._resolve(self.cpu_domain[cpu], now)
         return self.cpu_req[cpu]
 
@@ -967,12 +1019,28 @@ class DvfsController:
         d = self.cpu_domain[cpu]
         return self._dom_int[d] + self.cpu_ghz[cpu] * (now - self._dom_since[d])
 
-    def busy_mean_ghz(self, cpu: int, now: float) -> float:
-        """Mean clock while ``cpu`` was busy (perf's cycles / task-clock)."""
-        self._sync(cpu, now)
+    def _cycles(self, cpu: int, now: float) -> float:
+        """GHz x s ``cpu`` ran so far (its cycles / 1e9)."""
         cyc = self._cyc[cpu]
         if self._busy_since[cpu] >= 0.0:
             cyc += self.cpu_ghz[cpu] * (now - self._cyc_t[cpu])
+        return cyc
+
+    def window_busy_ghz(self, cpu: int, now: float, mark: bool = False) -> float:
+        """Mean clock of ``cpu`` while it ran since its last sample (what APERF/MPERF
+        give acpi-cpufreq's getavg, get_measured_perf); 0 if it did not run. Read it
+        before ``loads``/``cpu_load`` mark the window's busy time."""
+        busy = self.busy_time(cpu, now) - self._busy_mark[cpu]
+        cyc = self._cycles(cpu, now)
+        ghz = (cyc - self._cyc_mark[cpu]) / busy if busy > 0.0 else 0.0
+        if mark:
+            self._cyc_mark[cpu] = cyc
+        return ghz
+
+    def busy_mean_ghz(self, cpu: int, now: float) -> float:
+        """Mean clock while ``cpu`` was busy (perf's cycles / task-clock)."""
+        self._sync(cpu, now)
+        cyc = self._cycles(cpu, now)
         busy = self.busy_time(cpu, now)
         return cyc / busy if busy > 0.0 else self.cpu_ghz[cpu]
 

@@ -46,6 +46,14 @@ class PresetExtra(BaseModel):
         "software coordination is required'); the package then runs the highest P-state "
         "requested among its active cores (models.dvfs 'Per-CPU policies'). Applies to "
         "the sampling governors (ondemand, conservative)"))
+    ondemand_rule: Literal["proportional", "load-freq"] = Field(
+        default="proportional", description=(
+            "the ondemand governor's rule below up_threshold. 'proportional': f = min_f + "
+            "load x (max_f - min_f) / 100 (cpufreq_ondemand.c od_update of the later "
+            "kernels). 'load-freq': Linux 3.x up to 3.10 (dbs_check_cpu): load x freq_avg "
+            "(the CPU's clock while it ran, from APERF/MPERF) against up_threshold x "
+            "policy->cur, and below (up_threshold - 3) x cur the lowest P-state at or above "
+            "load x freq_avg / (up_threshold - 3), else no change (models.dvfs.Ondemand)"))
     package_c6_power_fraction: float = Field(default=0.4, ge=0, le=1, description=(
         "share of package_static_w the uncore still draws in package C6 (every core of "
         "the socket in C6): an i7-4770K idles at 5 W of package power with C6/C7 "
@@ -358,6 +366,11 @@ I7_3770 = Preset(
         ("nviennot/core-to-core-latency README: 4-core Intel ring parts 20-21 ns "
          "(i5-4590, i7-6700K)"),
         "data/measurements/README.md (jetty-8): ondemand governor, Linux 3.5",
+        ("3rd Gen Intel Core Desktop Datasheet vol. 1, 4.2.1 Enhanced Intel SpeedStep: "
+         "'the highest frequency P-state requested amongst all active cores is selected'; "
+         "acpi-cpufreq with _PSD HW_ALL: one cpufreq policy per CPU (cpufreq_policy)"),
+        ("Linux 3.5 drivers/cpufreq/cpufreq_ondemand.c dbs_check_cpu: load x freq_avg "
+         "against up_threshold x cur, down_differential 3 (ondemand_rule 'load-freq')"),
     ),
     sockets=1, cores_per_socket=4, threads_per_core=2,
     pstates_ghz=_steps(1.6, 3.4, 0.1), turbo_ghz=3.9, turbo=False,
@@ -375,7 +388,9 @@ I7_3770 = Preset(
     # "Data Prefetching": up to 20 lines ahead of the load request (models.hardware)
     # turbo by active cores: not in a source found (ARK gives the 1-core 3.9 only), so
     # turbo_ghz for any count (docs/model-dvfs-energy-presets.md "Turbo limits")
-    extra=PresetExtra(stream_ahead_lines=20.0, cpufreq_policy="cpu", **_CLIENT_RAPL),
+    # ondemand as Linux 3.5 (the Jetty 8 machine's kernel) has it: 'load-freq'
+    extra=PresetExtra(stream_ahead_lines=20.0, cpufreq_policy="cpu",
+                      ondemand_rule="load-freq", **_CLIENT_RAPL),
 )
 
 I7_920 = Preset(
@@ -419,6 +434,10 @@ I5_2400 = Preset(
          "2 x DDR3-1333, 21 GB/s"),
         "7-cpu.com/cpu/SandyBridge.html: L1 4-5 cycles, L2 12, L3 26-31, RAM L3 + ~56 ns",
         "Linux acpi-cpufreq: 100 MHz steps 1.6-3.1 GHz; Sandy Bridge client cores share one clock",
+        ("Intel Core datasheets vol. 1, 4.2.1 Enhanced Intel SpeedStep (the same text in the "
+         "Celeron P4000 and the 3rd Gen Core / Pentium G2000 ones): "
+         "'the highest frequency P-state requested amongst all active cores is selected'; "
+         "acpi-cpufreq with _PSD HW_ALL: one cpufreq policy per CPU (cpufreq_policy)"),
         "nviennot/core-to-core-latency README (4-core Intel ring parts ~20 ns)",
     ),
     sockets=1, cores_per_socket=4, threads_per_core=1,

@@ -124,8 +124,9 @@ def test_sampling_down_factor_holds_a_cpus_top_request():
 
 
 def test_smt_siblings_vote_while_they_run():
-    """i7-3770: CPU N's sibling is N + 4; each logical CPU has its own policy."""
-    ivb = get_preset("i7-3770")
+    """i7-3770: CPU N's sibling is N + 4; each logical CPU has its own policy (here
+    with the later kernels' proportional rule)."""
+    ivb = with_overrides(get_preset("i7-3770"), extra={"ondemand_rule": "proportional"})
     ctl = DvfsController(ivb, "ondemand", frequency_domains(ivb), initial_ghz=1.6)
     assert ctl.per_cpu and len(ctl.governors) == 8
     ctl.cpu_busy(0, 0.0)
@@ -156,15 +157,76 @@ def test_bad_cpufreq_policy_names_the_field():
 
 
 def test_work_spread_over_cpus_runs_a_lower_clock_than_one_busy_core():
-    """pipeline under ondemand: pc keeps one CPU busy (100 % -> the top, 3.4 GHz, with
-    either coordination); jetty9-milestone spreads each request over a selector and
-    pool threads on other CPUs, none of which looks busy: with per-CPU policies the
-    package runs the request of whichever runs, lower than the domain's max load."""
-    per_cpu = {"machine.overrides": {"extra": {"cpufreq_policy": "cpu"}}}
-    domain = {"machine.overrides": {"extra": {"cpufreq_policy": "domain"}}}
-    pc = run("pipeline", {"strategy.name": "pc", **per_cpu}, requests=4000)
-    j9 = run("pipeline", {"strategy.name": "jetty9-milestone", **per_cpu}, requests=4000)
-    j9_domain = run("pipeline", {"strategy.name": "jetty9-milestone", **domain}, requests=4000)
-    assert pc["ghz"] == pytest.approx(3.4)
-    assert j9["ghz"] < 0.75 * pc["ghz"]
-    assert j9["ghz"] < 0.97 * j9_domain["ghz"]
+    """pipeline under ondemand: pc keeps one CPU busy (100 % -> the top, 3.4 GHz,
+    whatever the policies and the rule); jetty9-milestone spreads each request over
+    a selector and pool threads on other CPUs, none of which looks busy. With the
+    later kernels' proportional rule, per-CPU policies alone lower its clock against
+    one policy for the package (the package runs the request of whichever CPUs run,
+    not the domain's highest load); the i7-3770 as it is (per-CPU policies and Linux
+    3.5's rule, which asks for the clock a CPU would be 92 % busy at) lower still."""
+    def sets(strategy, policy=None, rule=None):
+        extra = {k: v for k, v in (("cpufreq_policy", policy), ("ondemand_rule", rule)) if v}
+        return {"strategy.name": strategy, "machine.overrides": {"extra": extra}}
+
+    pc = run("pipeline", sets("pc"), requests=4000)
+    pc_domain = run("pipeline", sets("pc", "domain", "proportional"), requests=4000)
+    j9 = run("pipeline", sets("jetty9-milestone"), requests=4000)
+    j9_cpu = run("pipeline", sets("jetty9-milestone", "cpu", "proportional"), requests=4000)
+    j9_domain = run("pipeline", sets("jetty9-milestone", "domain", "proportional"),
+                    requests=4000)
+    assert pc["ghz"] == pytest.approx(3.4) and pc_domain["ghz"] == pytest.approx(3.4)
+    assert j9_cpu["ghz"] < 0.97 * j9_domain["ghz"]
+    assert j9["ghz"] < 0.8 * j9_cpu["ghz"]
+    assert j9["ghz"] < 0.6 * pc["ghz"]
+
+
+# ---------------------------------------------------------------- Linux 3.5's rule
+
+IVB35 = with_overrides(get_preset("i7-3770"), extra={"ondemand_rule": "load-freq"})
+
+
+def test_linux_3_5_dbs_check_cpu_by_hand():
+    """kHz throughout: load_freq = load x freq_avg; up if > 95 x cur; down if < 92 x cur
+    (down_differential 3) to load_freq / 92, RELATION_L; else no change."""
+    from warmcore.models.dvfs import Ondemand
+
+    g = Ondemand(IVB35, {"sampling_down_factor": 4})
+    assert g.needs_busy_ghz
+    # 50 % at 3.4: 170,000,000 < 92 x 3,400,000 = 312,800,000 -> 170e6 // 92 =
+    # 1,847,826 kHz -> 1.9 GHz (the later kernels: 1.6 + 50 x 1.8 / 100 = 2.5)
+    assert g.next_freq(0.01, 3.4, [0.5], [0], busy_ghz=[3.4]) == 1.9
+    assert g.period_s == pytest.approx(0.010)
+    # the CPU asked for 1.9 but ran at 3.4 (another core held the package up): 89 x
+    # 3,400,000 = 302,600,000 > 95 x 1,900,000 = 180,500,000 -> the top, and
+    # sampling_down_factor stretches the period to 40 ms
+    assert g.next_freq(0.02, 1.9, [0.89], [0], busy_ghz=[3.4]) == 3.4
+    assert g.period_s == pytest.approx(0.040)
+    # between the thresholds: 93 x 3.4e6 is neither > 95 x 3.4e6 nor < 92 x 3.4e6:
+    # no change, and rate_mult stays (only the decrease resets it)
+    assert g.next_freq(0.06, 3.4, [0.93], [0], busy_ghz=[3.4]) == 3.4
+    assert g.period_s == pytest.approx(0.040)
+    # two CPUs of one policy: the highest load_freq, 50 x 3.4e6 -> 1.9, rate_mult 1
+    assert g.next_freq(0.10, 3.4, [0.5, 0.3], [0, 0], busy_ghz=[3.4, 3.4]) == 1.9
+    assert g.period_s == pytest.approx(0.010)
+    # a CPU that did not run: freq_avg = policy->cur; at the minimum nothing lowers
+    assert g.next_freq(0.11, 1.6, [0.0], [0], busy_ghz=[0.0]) == 1.6
+    assert g.next_freq(0.12, 1.6, [0.10], [0], busy_ghz=[1.6]) == 1.6
+
+
+def test_linux_3_5_rule_sees_the_clock_the_package_granted():
+    """Per-CPU policies on the toy package (P-states 1.0..3.0) with 3.5's rule: CPU 1
+    asked for the minimum, then runs half its window while CPU 0 holds the package at
+    the top: load_freq 50 x 3,000,000 > 95 x 1,000,000 -> CPU 1 asks for the top too."""
+    hw35 = with_overrides(HW, extra={"ondemand_rule": "load-freq"})
+    ctl = DvfsController(hw35, "ondemand", frequency_domains(hw35), initial_ghz=3.0)
+    ctl.cpu_busy(0, 0.0)                     # CPU 0 always runs
+    ctl.cpu_busy(1, 0.0)
+    ctl.cpu_idle(1, 0.003)
+    # CPU 1: 30 % at 3.0 -> 90,000,000 / 92 = 978,260 kHz -> the minimum 1.0 (the later
+    # kernels' rule: 1.0 + 30 x 2.0 / 100 = 1.6 -> 2.0)
+    assert ctl.sample_cpu(1, 0.010) == 1.0
+    assert ctl.sample_cpu(0, 0.010) == 3.0   # 100 % > 95
+    ctl.cpu_busy(1, 0.010)
+    ctl.cpu_idle(1, 0.015)
+    assert ctl.window_busy_ghz(1, 0.020) == pytest.approx(3.0)
+    assert ctl.sample_cpu(1, 0.020) == 3.0
