@@ -735,14 +735,17 @@ class DvfsController:
 
     def _cpu_sampler(self, env, c: int):
         """CPU ``c``'s own governor timer (Linux 3.x cpufreq_ondemand.c do_dbs_timer,
-        one per policy): due at the next multiple of the period ("We want all CPUs to
-        do sampling nearly on same jiffy": delay -= jiffies % delay), and deferrable
+        one per policy): a delayed work of whole jiffies, due at the next multiple of
+        its delay ("We want all CPUs to do sampling nearly on same jiffy": delay -=
+        jiffies % delay), and deferrable
         (INIT_DELAYED_WORK_DEFERRABLE): an idle CPU is not woken for it; it runs at the
         first tick (TICK_S grid) the CPU is running at after its wake-up."""
         gov = self.governors[c]
         busy = self._busy_since
         while True:
-            delay = gov.period_s
+            # usecs_to_jiffies(sampling_rate * rate_mult): whole ticks, rounded up
+            # (10 ms at HZ=250: 3 jiffies, 12 ms)
+            delay = math.ceil(gov.period_s / TICK_S - 1e-9) * TICK_S
             yield env.timeout(_next_multiple(env.now, delay) - env.now)
             while busy[c] < 0.0:
                 self._wake_ev[c] = env.event()

@@ -100,27 +100,27 @@ def sampling_run(preset, events, until, params=None):
 
 
 def test_an_idle_cpus_timer_is_deferred_to_its_first_tick_after_waking():
-    """do_dbs_timer is deferrable: CPU 1, idle at 10 ms, samples at the first 4 ms tick
-    after it wakes at 13 ms, 16 ms, over the window 0..16 ms: busy 13..16 = 3 ms,
-    load 18 % -> 1.0 + 18 * 2.0 / 100 = 1.36 -> RELATION_L 1.5; then again on the
-    10 ms grid (20 ms), busy all of 16..20 -> 3.0."""
-    _ctl, samples = sampling_run(HW, [(0.0, 0, True), (0.013, 1, True)], until=0.0205)
-    assert [s for s in samples if s[1] == 1] == [(16.0, 1, 1.5), (20.0, 1, 3.0)]
-    assert [s for s in samples if s[1] == 0] == [(10.0, 0, 3.0), (20.0, 0, 3.0)]
+    """do_dbs_timer's delay is usecs_to_jiffies(10,000) = 3 jiffies of 4 ms (HZ=250),
+    12 ms, aligned to its multiples, and deferrable: CPU 1, idle at 12 ms, samples at
+    the first tick after it wakes at 13 ms, 16 ms, over the window 0..16 ms: busy
+    13..16 = 3 ms, load 18 % -> 1.0 + 18 * 2.0 / 100 = 1.36 -> RELATION_L 1.5; then
+    again on the 12 ms grid (24 ms), busy all of 16..24 -> 3.0."""
+    _ctl, samples = sampling_run(HW, [(0.0, 0, True), (0.013, 1, True)], until=0.0245)
+    assert [s for s in samples if s[1] == 1] == [(16.0, 1, 1.5), (24.0, 1, 3.0)]
+    assert [s for s in samples if s[1] == 0] == [(12.0, 0, 3.0), (24.0, 0, 3.0)]
 
 
 def test_sampling_down_factor_holds_a_cpus_top_request():
-    """CPU 0 busy 0..12 ms and from 35 ms: at 10 ms its 100 % asks for the top, 3.0.
-    sampling_down_factor 1: the next sample is due at 20 ms, deferred (CPU 0 idle)
-    to the first tick after 35 ms, 36 ms: window 10..36, busy 2 + 1 = 3 ms, 11 % ->
-    1.22 -> 1.5, and at 40 ms, busy all of 36..40, the top again. sampling_down_factor
-    4: the next is due on the 40 ms grid (40 ms): window 10..40, busy 2 + 5 = 7 ms,
-    23 % -> 1.46 -> 1.5."""
-    events = [(0.0, 0, True), (0.012, 0, False), (0.035, 0, True)]
+    """CPU 0 busy 0..14 ms and from 35 ms: at 12 ms its 100 % asks for the top, 3.0.
+    sampling_down_factor 1: the next sample is due at 24 ms, deferred (CPU 0 idle)
+    to the first tick after 35 ms, 36 ms: window 12..36, busy 2 + 1 = 3 ms, 12 % ->
+    1.24 -> 1.5. sampling_down_factor 4: the delay is 40 ms (10 jiffies), due on the
+    40 ms grid (40 ms): window 12..40, busy 2 + 5 = 7 ms, 25 % -> 1.5 -> 1.5."""
+    events = [(0.0, 0, True), (0.014, 0, False), (0.035, 0, True)]
     _ctl, one = sampling_run(HW, events, until=0.0405)
     _ctl, four = sampling_run(HW, events, until=0.0405, params={"sampling_down_factor": 4})
-    assert [s for s in one if s[1] == 0] == [(10.0, 0, 3.0), (36.0, 0, 1.5), (40.0, 0, 3.0)]
-    assert [s for s in four if s[1] == 0] == [(10.0, 0, 3.0), (40.0, 0, 1.5)]
+    assert [s for s in one if s[1] == 0] == [(12.0, 0, 3.0), (36.0, 0, 1.5)]
+    assert [s for s in four if s[1] == 0] == [(12.0, 0, 3.0), (40.0, 0, 1.5)]
 
 
 def test_smt_siblings_vote_while_they_run():
@@ -168,12 +168,12 @@ def test_work_spread_over_cpus_runs_a_lower_clock_than_one_busy_core():
         extra = {k: v for k, v in (("cpufreq_policy", policy), ("ondemand_rule", rule)) if v}
         return {"strategy.name": strategy, "machine.overrides": {"extra": extra}}
 
-    pc = run("pipeline", sets("pc"), requests=4000)
-    pc_domain = run("pipeline", sets("pc", "domain", "proportional"), requests=4000)
-    j9 = run("pipeline", sets("jetty9-milestone"), requests=4000)
-    j9_cpu = run("pipeline", sets("jetty9-milestone", "cpu", "proportional"), requests=4000)
+    pc = run("pipeline", sets("pc"), requests=8000)
+    pc_domain = run("pipeline", sets("pc", "domain", "proportional"), requests=8000)
+    j9 = run("pipeline", sets("jetty9-milestone"), requests=8000)
+    j9_cpu = run("pipeline", sets("jetty9-milestone", "cpu", "proportional"), requests=8000)
     j9_domain = run("pipeline", sets("jetty9-milestone", "domain", "proportional"),
-                    requests=4000)
+                    requests=8000)
     assert pc["ghz"] == pytest.approx(3.4) and pc_domain["ghz"] == pytest.approx(3.4)
     assert j9_cpu["ghz"] < 0.97 * j9_domain["ghz"]
     assert j9["ghz"] < 0.8 * j9_cpu["ghz"]
