@@ -64,7 +64,9 @@ Simplifications: the tick is CONFIG_HZ=250's 4 ms (the default of
 kernel/Kconfig.hz); per-domain (not per-CPU) iowait boost, which only
 ``DvfsController.iowait_wakeup`` sets (no simulated wait is an iowait: Linux
 counts block-device waits, io_schedule, not the socket waits the strategies
-make); no ``io_is_busy``, ``powersave_bias``, ``ignore_nice_load``.
+make); no ``io_is_busy``, ``ignore_nice_load``. ondemand's ``powersave_bias``
+(powersave_bias_target) alternates the two P-states around its lowered target
+within a period: a sub-sample sets the low one after the high one's share.
 """
 
 from __future__ import annotations
@@ -242,7 +244,10 @@ class DbsTunables(NoTunables):
 
 
 class OndemandTunables(DbsTunables):
-    pass
+    powersave_bias: FiniteFloat = Field(default=0.0, ge=0, le=1000, multiple_of=1.0, description=(
+        "cpufreq_ondemand.c powersave_bias, per mille (0 by default; store_powersave_bias "
+        "caps it at 1000): the target lowered by bias/1000 and met by alternating the "
+        "P-states around it within the period (powersave_bias_target)"))
 
 
 class ConservativeTunables(DbsTunables):
@@ -390,6 +395,10 @@ class Ondemand(Governor):
         self._rate_mult = 1
         self.rule = preset.extra.ondemand_rule
         self.needs_busy_ghz = self.rule == "load-freq"
+        # powersave_bias's alternation after the last sample: the low P-state (GHz; 0:
+        # none) and the kHz of powersave_bias_target (freq_avg, freq_lo, freq_hi)
+        self.freq_lo = 0.0
+        self._split = (0, 0, 1)
 
     @property
     def period_s(self) -> float:
@@ -399,16 +408,40 @@ class Ondemand(Governor):
         self._rate_mult = 1
 
     def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False, busy_ghz=None):
+        self.freq_lo = 0.0                      # dbs_check_cpu / od_update: freq_lo = 0
         if self.rule == "load-freq":
             return self.load_freq_rule(_khz(cur_ghz), loads, busy_ghz) / 1e6
         load = _load_pct(loads)
         if load > self.params["up_threshold"]:
             if _khz(cur_ghz) < self.max_khz:
                 self._rate_mult = int(self.params["sampling_down_factor"])
-            return self.max_khz / 1e6
+            return self._biased(self.max_khz) / 1e6
         self._rate_mult = 1
         f = self.min_khz + load * (self.max_khz - self.min_khz) // 100
-        return self.relation_l(f) / 1e6
+        return self._biased(self.relation_l(f)) / 1e6
+
+    def _biased(self, khz: int) -> int:
+        """The P-state asked for, with powersave_bias (powersave_bias_target): the
+        target lowered by bias/1000 (freq_avg) and met by the P-states around it, the
+        high one first for part of the period (``high_units``), then ``freq_lo``.
+        Without a bias, or when freq_avg is a P-state: one P-state."""
+        bias = int(self.params["powersave_bias"])
+        if not bias:
+            return khz
+        avg = khz - khz * bias // 1000
+        lo, hi = self.relation_h(avg), self.relation_l(avg)
+        if lo == hi:
+            return lo
+        self.freq_lo = lo / 1e6
+        self._split = (avg, lo, hi)
+        return hi
+
+    def high_units(self, total: int) -> int:
+        """Of a period of ``total`` units (jiffies in Linux 3.x, microseconds later),
+        how many at the high P-state: ((freq_avg - lo) x total + (hi - lo) / 2) /
+        (hi - lo) in integers, as powersave_bias_target rounds it."""
+        avg, lo, hi = self._split
+        return ((avg - lo) * total + (hi - lo) // 2) // (hi - lo)
 
     def load_freq_rule(self, cur: int, loads: list[float], busy_ghz: list[float] | None) -> int:
         """Linux 3.x dbs_check_cpu (cpufreq_ondemand.c up to 3.10), in kHz: each CPU's
@@ -430,13 +463,13 @@ class Ondemand(Governor):
         if max_load_freq > up * cur:
             if cur < self.max_khz:
                 self._rate_mult = int(p["sampling_down_factor"])
-            return self.max_khz
+            return self._biased(self.max_khz)
         if cur <= self.min_khz:
             return cur
         band = up - MICRO_FREQUENCY_DOWN_DIFFERENTIAL
         if max_load_freq < band * cur:
             self._rate_mult = 1
-            return self.relation_l(max(max_load_freq // band, self.min_khz))
+            return self._biased(self.relation_l(max(max_load_freq // band, self.min_khz)))
         return cur
 
 
@@ -726,12 +759,24 @@ class DvfsController:
         gov = self.governors[d]
         dom = self.domains[d]
         busy = self._busy_since
+        delay = gov.period_s
+        low = low_s = 0.0           # powersave_bias: the low P-state the sub-sample sets
         while True:
-            yield env.timeout(gov.period_s)
+            yield env.timeout(delay)
+            if low:                 # od_dbs_update's OD_SUB_SAMPLE: freq_lo for the rest
+                self._sync(dom[0], env.now)
+                self._request(d, env.now, low, in_notice=False)
+                low, delay = 0.0, low_s
+                continue
             if not self.event_driven:
                 self.sample(d, env.now)
             elif any(busy[c] >= 0.0 for c in dom):      # the tick of a running CPU
                 self._update_util(d, env.now)
+            delay = gov.period_s
+            if getattr(gov, "freq_lo", 0.0):            # freq_hi_delay_us, freq_lo_delay_us
+                total = round(gov.params["sampling_rate_us"])
+                high = gov.high_units(total)
+                low, delay, low_s = gov.freq_lo, high * 1e-6, (total - high) * 1e-6
 
     def _cpu_sampler(self, env, c: int):
         """CPU ``c``'s own governor timer (Linux 3.x cpufreq_ondemand.c do_dbs_timer,
@@ -742,16 +787,32 @@ class DvfsController:
         first tick (TICK_S grid) the CPU is running at after its wake-up."""
         gov = self.governors[c]
         busy = self._busy_since
+        wait = None                 # the next delay when not the aligned period
+        low = low_wait = 0.0        # powersave_bias: the low P-state the sub-sample sets
         while True:
-            # usecs_to_jiffies(sampling_rate * rate_mult): whole ticks, rounded up
-            # (10 ms at HZ=250: 3 jiffies, 12 ms)
-            delay = math.ceil(gov.period_s / TICK_S - 1e-9) * TICK_S
-            yield env.timeout(_next_multiple(env.now, delay) - env.now)
+            if wait is None:
+                # usecs_to_jiffies(sampling_rate * rate_mult): whole ticks, rounded up
+                # (10 ms at HZ=250: 3 jiffies, 12 ms)
+                delay = math.ceil(gov.period_s / TICK_S - 1e-9) * TICK_S
+                yield env.timeout(_next_multiple(env.now, delay) - env.now)
+            else:
+                yield env.timeout(wait)
             while busy[c] < 0.0:
                 self._wake_ev[c] = env.event()
                 yield self._wake_ev[c]
                 yield env.timeout(_next_multiple(env.now, TICK_S) - env.now)
+            if low:                 # DBS_SUB_SAMPLE: freq_lo for freq_lo_jiffies
+                self._sync(c, env.now)
+                self.cpu_req[c] = low
+                self._resolve(self.cpu_domain[c], env.now)
+                low, wait = 0.0, low_wait
+                continue
             self.sample_cpu(c, env.now)
+            wait = None
+            if getattr(gov, "freq_lo", 0.0):            # freq_hi_jiffies, then freq_lo's
+                total = math.ceil(gov.params["sampling_rate_us"] * 1e-6 / TICK_S - 1e-9)
+                high = gov.high_units(total)
+                low, wait, low_wait = gov.freq_lo, high * TICK_S, (total - high) * TICK_S
 
     def _running(self, cpu: int) -> float:
         """PELT's running contribution of ``cpu`` now: its clock's share of the top

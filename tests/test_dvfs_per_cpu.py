@@ -230,3 +230,54 @@ def test_linux_3_5_rule_sees_the_clock_the_package_granted():
     ctl.cpu_idle(1, 0.015)
     assert ctl.window_busy_ghz(1, 0.020) == pytest.approx(3.0)
     assert ctl.sample_cpu(1, 0.020) == 3.0
+
+
+# ---------------------------------------------------------------- powersave_bias
+
+def test_powersave_bias_target_by_hand():
+    """powersave_bias_target, kHz: freq_avg = f - f x bias / 1000, met by the P-states
+    around it, the high one for ((avg - lo) x total + (hi - lo) / 2) / (hi - lo) units."""
+    from warmcore.models.dvfs import Ondemand
+
+    ivb = with_overrides(get_preset("i7-3770"), extra={"ondemand_rule": "proportional"})
+    g = Ondemand(ivb, {"powersave_bias": 100})
+    # 50 %: 2.5 GHz; avg = 2,500,000 - 250,000 = 2,250,000 between 2.2 and 2.3
+    assert g.next_freq(0, 3.4, [0.5], [0]) == 2.3 and g.freq_lo == 2.2
+    assert g.high_units(3) == 2                   # (50,000 x 3 + 50,000) // 100,000
+    assert g.high_units(10000) == 5000
+    # 100 %: the top 3.4; avg 3,060,000 between 3.0 and 3.1, 2 of 3 jiffies at 3.1
+    assert g.next_freq(0, 2.0, [1.0], [0]) == 3.1 and g.freq_lo == 3.0
+    assert g.high_units(3) == 2                   # (60,000 x 3 + 50,000) // 100,000
+    # avg on a P-state: 2.0 GHz (f = 1.6 + 22 x 1.8 / 100 = 1.996 -> 2.0) less 5 % =
+    # 1.9: no alternation
+    g5 = Ondemand(ivb, {"powersave_bias": 50})
+    assert g5.next_freq(0, 3.4, [0.22], [0]) == 1.9 and g5.freq_lo == 0.0
+    # Linux 3.5's rule biased the same way: 50 % at 3.4 -> 1.9, less 10 % = 1.71 ->
+    # 1.8 for (10,000 x 3 + 50,000) // 100,000 = 0 jiffies, then 1.7
+    g35 = Ondemand(IVB35, {"powersave_bias": 100})
+    assert g35.next_freq(0, 3.4, [0.5], [0], busy_ghz=[3.4]) == 1.8
+    assert g35.freq_lo == 1.7 and g35.high_units(3) == 0
+    for bad in (1001, 1.5, -1):
+        with pytest.raises(ConfigError, match="powersave_bias"):
+            Ondemand(ivb, {"powersave_bias": bad})
+
+
+def test_powersave_bias_alternates_within_the_period():
+    """CPU 0 always busy, bias 100 on the toy package (1.0..3.0): each sample asks for
+    the top, 3.0, whose avg 2,700,000 lies between 2.5 and 3.0: ((200,000 x units) +
+    250,000) // 500,000 at 3.0, then 2.5. Per-CPU (Linux 3.x, jiffies): 1 of 3 jiffies
+    -> 3.0 at 12 ms, 2.5 at 16 ms, 3.0 at the next sample, 24 ms. One policy for the
+    package (microseconds): 4,000 of 10,000 us -> 3.0 at 10 ms, 2.5 at 14, 3.0 at 20
+    (each 20 us later, the transition latency)."""
+    def changes(preset, until):
+        ctl = DvfsController(preset, "ondemand", frequency_domains(preset), initial_ghz=1.0,
+                             params={"powersave_bias": 100})
+        env = simpy.Environment()
+        ctl.bind(env)
+        ctl.cpu_busy(0, 0.0)
+        env.run(until=until)
+        ctl.ghz(0, until)
+        return [(round(t * 1e3, 6), f) for t, _d, f in ctl.changes]
+
+    assert changes(HW, 0.0245) == [(0.0, 1.0), (12.02, 3.0), (16.02, 2.5), (24.02, 3.0)]
+    assert changes(SW, 0.0205) == [(0.0, 1.0), (10.02, 3.0), (14.02, 2.5), (20.02, 3.0)]
