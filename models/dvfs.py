@@ -39,11 +39,34 @@ Sources (Linux, v4.7 onwards unless noted):
     x86 reports since Linux 4.19 dropped smt_gain); frequency scale =
     f / f_max, f_max the top of the domain's table.
 
+Per-CPU policies (``PresetExtra.cpufreq_policy = "cpu"``, the Sandy/Ivy Bridge client
+presets): where the firmware's ACPI _PSD asks for hardware coordination (HW_ALL),
+acpi-cpufreq gives every CPU its own policy (``acpi_cpufreq_cpu_init`` copies the
+domain into ``policy->cpus`` only for SW_ALL/SW_ANY), so each CPU runs its own
+ondemand (or conservative) on its own load alone, with its own sampling_down_factor,
+and writes its own request. Linux 3.x's timer per policy (``do_dbs_timer``) is
+aligned to the period ("delay -= jiffies % delay") and deferrable: an idle CPU is
+not woken for it, it runs at the first tick after the CPU wakes, over the whole
+window since its last sample. The package's cores share one clock, which runs the
+highest P-state requested among the *active* cores (Intel's desktop datasheets,
+e.g. 3rd Gen Core Desktop Datasheet vol. 1, 4.2.1 Enhanced Intel SpeedStep
+Technology: "the highest frequency P-state requested amongst all active cores";
+an idle core in a C-state has no vote), a new resolution waiting for a transition
+in progress to complete ("the new transition is deferred until the previous
+transition is completed"). So a thread whose work is spread over CPUs makes each
+CPU's governor see part of the load and the package run the request of whichever
+CPUs run at the moment. The governors' rule itself is the one above (the later
+kernels' f = min_f + load * (max_f - min_f) / 100), not 3.5's load * freq_avg
+against up_threshold * cur with its down_differential (docs/model.md, "The
+governor's view of a thread that moves").
+
 Simplifications: the tick is CONFIG_HZ=250's 4 ms (the default of
 kernel/Kconfig.hz); per-domain (not per-CPU) iowait boost, which only
 ``DvfsController.iowait_wakeup`` sets (no simulated wait is an iowait: Linux
 counts block-device waits, io_schedule, not the socket waits the strategies
-make); no ``io_is_busy``, ``powersave_bias``, ``ignore_nice_load``.
+make); no ``io_is_busy``, ``ignore_nice_load``. ondemand's ``powersave_bias``
+(powersave_bias_target) alternates the two P-states around its lowered target
+within a period: a sub-sample sets the low one after the high one's share.
 """
 
 from __future__ import annotations
@@ -84,6 +107,10 @@ PELT_PERIOD_S = 1.024e-3                 # kernel/sched/pelt.c: 1024 us periods
 TICK_S = 4e-3                            # CONFIG_HZ=250, kernel/Kconfig.hz's default
 PELT_Y = 0.5 ** (1.0 / 32.0)             # y^32 = 0.5: half-life 32 periods
 SCHED_CAPACITY_SCALE = 1024
+# Linux 3.x (to 3.10) cpufreq_ondemand.c with idle micro-accounting (cpufreq_gov_dbs_init:
+# "Idle micro accounting is supported. Use finer thresholds"): up_threshold 95 and
+# down_differential 3 (MICRO_FREQUENCY_UP_THRESHOLD, MICRO_FREQUENCY_DOWN_DIFFERENTIAL)
+MICRO_FREQUENCY_DOWN_DIFFERENTIAL = 3
 IOWAIT_BOOST_MIN = SCHED_CAPACITY_SCALE // 8
 _LN_Y_PER_S = math.log(PELT_Y) / PELT_PERIOD_S
 _INF = math.inf
@@ -103,6 +130,11 @@ def available_ghz(preset) -> tuple[float, ...]:
 
 def _khz(ghz: float) -> int:
     return round(ghz * 1e6)
+
+
+def _next_multiple(now: float, step: float) -> float:
+    """The first multiple of ``step`` after ``now`` (a timer aligned to its period)."""
+    return (math.floor(now / step + 1e-9) + 1) * step
 
 
 def frequency_domains(preset) -> list[list[int]]:
@@ -212,7 +244,10 @@ class DbsTunables(NoTunables):
 
 
 class OndemandTunables(DbsTunables):
-    pass
+    powersave_bias: FiniteFloat = Field(default=0.0, ge=0, le=1000, multiple_of=1.0, description=(
+        "cpufreq_ondemand.c powersave_bias, per mille (0 by default; store_powersave_bias "
+        "caps it at 1000): the target lowered by bias/1000 and met by alternating the "
+        "P-states around it within the period (powersave_bias_target)"))
 
 
 class ConservativeTunables(DbsTunables):
@@ -250,6 +285,7 @@ class Governor:
     tunables: ClassVar[dict[str, float]] = {}       # Tunables' defaults
     fixed = True            # no sampling (period_s is None)
     event_driven = False    # also evaluated when a CPU starts or stops running
+    needs_busy_ghz = False  # next_freq takes busy_ghz (each CPU's mean clock while busy)
 
     def __init__(self, preset, params: dict | None = None):
         self._table = [_khz(f) for f in available_ghz(preset)]
@@ -345,7 +381,9 @@ def _load_pct(loads: list[float]) -> int:
 
 
 class Ondemand(Governor):
-    """cpufreq_ondemand.c: jump to max above up_threshold, else proportional."""
+    """cpufreq_ondemand.c: jump to max above up_threshold, else proportional; or, with
+    ``PresetExtra.ondemand_rule = "load-freq"``, Linux 3.x's (to 3.10) dbs_check_cpu
+    (``load_freq_rule``)."""
 
     name = "ondemand"
     fixed = False
@@ -355,6 +393,12 @@ class Ondemand(Governor):
     def __init__(self, preset, params: dict | None = None):
         super().__init__(preset, params)
         self._rate_mult = 1
+        self.rule = preset.extra.ondemand_rule
+        self.needs_busy_ghz = self.rule == "load-freq"
+        # powersave_bias's alternation after the last sample: the low P-state (GHz; 0:
+        # none) and the kHz of powersave_bias_target (freq_avg, freq_lo, freq_hi)
+        self.freq_lo = 0.0
+        self._split = (0, 0, 1)
 
     @property
     def period_s(self) -> float:
@@ -363,15 +407,70 @@ class Ondemand(Governor):
     def reset(self) -> None:
         self._rate_mult = 1
 
-    def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False):
+    def next_freq(self, now, cur_ghz, loads, utils, iowait_boost=False, busy_ghz=None):
+        self.freq_lo = 0.0                      # dbs_check_cpu / od_update: freq_lo = 0
+        if self.rule == "load-freq":
+            return self.load_freq_rule(_khz(cur_ghz), loads, busy_ghz) / 1e6
         load = _load_pct(loads)
         if load > self.params["up_threshold"]:
             if _khz(cur_ghz) < self.max_khz:
                 self._rate_mult = int(self.params["sampling_down_factor"])
-            return self.max_khz / 1e6
+            return self._biased(self.max_khz) / 1e6
         self._rate_mult = 1
         f = self.min_khz + load * (self.max_khz - self.min_khz) // 100
-        return self.relation_l(f) / 1e6
+        return self._biased(self.relation_l(f)) / 1e6
+
+    def _biased(self, khz: int) -> int:
+        """The P-state asked for, with powersave_bias (powersave_bias_target): the
+        target lowered by bias/1000 (freq_avg) and met by the P-states around it, the
+        high one first for part of the period (``high_units``), then ``freq_lo``.
+        Without a bias, or when freq_avg is a P-state: one P-state."""
+        bias = int(self.params["powersave_bias"])
+        if not bias:
+            return khz
+        avg = khz - khz * bias // 1000
+        lo, hi = self.relation_h(avg), self.relation_l(avg)
+        if lo == hi:
+            return lo
+        self.freq_lo = lo / 1e6
+        self._split = (avg, lo, hi)
+        return hi
+
+    def high_units(self, total: int) -> int:
+        """Of a period of ``total`` units (jiffies in Linux 3.x, microseconds later),
+        how many at the high P-state: ((freq_avg - lo) x total + (hi - lo) / 2) /
+        (hi - lo) in integers, as powersave_bias_target rounds it."""
+        avg, lo, hi = self._split
+        return ((avg - lo) * total + (hi - lo) // 2) // (hi - lo)
+
+    def load_freq_rule(self, cur: int, loads: list[float], busy_ghz: list[float] | None) -> int:
+        """Linux 3.x dbs_check_cpu (cpufreq_ondemand.c up to 3.10), in kHz: each CPU's
+        integer load times its average clock over the window (freq_avg, acpi-cpufreq's
+        getavg from APERF/MPERF: the clock while it ran; policy->cur if it did not run),
+        the maximum over the policy's CPUs; above up_threshold x cur: the top (and
+        sampling_down_factor); else, unless already at the minimum, below
+        (up_threshold - down_differential) x cur: the lowest P-state at or above
+        max_load_freq / (up_threshold - down_differential) (RELATION_L); between the
+        two: no change. So a CPU busy half the time at 3.4 GHz asks for 1.9 GHz (the
+        clock it would be 92 % busy at), not the later kernels' 2.5."""
+        p = self.params
+        up = p["up_threshold"]
+        max_load_freq = 0
+        for i, x in enumerate(loads):
+            g = busy_ghz[i] if busy_ghz else 0.0
+            freq_avg = _khz(g) if g > 0.0 else cur
+            max_load_freq = max(max_load_freq, _load_pct([x]) * freq_avg)
+        if max_load_freq > up * cur:
+            if cur < self.max_khz:
+                self._rate_mult = int(p["sampling_down_factor"])
+            return self._biased(self.max_khz)
+        if cur <= self.min_khz:
+            return cur
+        band = up - MICRO_FREQUENCY_DOWN_DIFFERENTIAL
+        if max_load_freq < band * cur:
+            self._rate_mult = 1
+            return self._biased(self.relation_l(max(max_load_freq // band, self.min_khz)))
+        return cur
 
 
 class Conservative(Governor):
@@ -543,9 +642,15 @@ class DvfsController:
         if not cpus or cpus != list(range(len(cpus))) or any(not d for d in self.domains):
             raise ConfigError("domains", "must be non-empty lists partitioning CPUs 0..n-1")
         self.n_cpus = len(cpus)
-        self.governors = [make_governor(governor, preset, params, userspace_ghz)
-                          for _ in self.domains]
-        gov_fixed = self.governors[0].fixed
+        first = make_governor(governor, preset, params, userspace_ghz)
+        gov_fixed = first.fixed
+        # one governor per cpufreq policy: per frequency domain, or per CPU where the
+        # hardware coordinates the domain's requests (PresetExtra.cpufreq_policy)
+        self.per_cpu = (preset.extra.cpufreq_policy == "cpu" and not gov_fixed
+                        and not first.event_driven)
+        policies = self.n_cpus if self.per_cpu else len(self.domains)
+        self.governors = [first] + [make_governor(governor, preset, params, userspace_ghz)
+                                    for _ in range(policies - 1)]
         self.latency_s = preset.transition_latency_us * 1e-6
         self.table_ghz = self.governors[0].table_ghz
         self.cpu_domain = [0] * self.n_cpus
@@ -585,6 +690,7 @@ class DvfsController:
         self._busy_mark = [0.0] * n             # busy total at the last sample
         self._cyc = [0.0] * n                   # GHz*s while busy (for busy-weighted GHz)
         self._cyc_t = [0.0] * n
+        self._cyc_mark = [0.0] * n              # cycles at the last sample (load-freq rule)
         self._iowait = [False] * nd
         self.pelt = [Pelt() for _ in range(n)]
         # PELT's frequency invariance (kernel/sched/pelt.c): a running CPU contributes
@@ -595,6 +701,8 @@ class DvfsController:
         self._freq_update_t = [-_INF] * nd      # sugov last_freq_update_time
         self._idle_calls = [0] * n              # times each CPU went idle
         self._saved_idle_calls = [0] * n        # ... at its domain's last evaluation
+        if self.per_cpu:
+            self._init_per_cpu()
         if self.pcu is not None:
             sock = self.pcu.socket_of
             self._dom_socket = [sock[dom[0]] for dom in self.domains]
@@ -607,12 +715,19 @@ class DvfsController:
             self.ghz = lambda cpu, now: cpu_ghz[cpu]          # hot path: a plain lookup
 
     # -- setup -------------------------------------------------------------
+    def _init_per_cpu(self) -> None:
+        """State of per-CPU policies: each CPU's request (its governor's last target,
+        the P-state it wrote to its IA32_PERF_CTL) and its deferred timer's wake-up."""
+        self.cpu_req = list(self.cpu_ghz)
+        self._wake_ev: list = [None] * self.n_cpus
+
     def _start(self, now: float) -> None:
         self.t_start = now
         nd = len(self.domains)
         self._dom_since = [now] * nd
         self._dom_int = [0.0] * nd
         self._last_sample = [now] * nd
+        self._cpu_last_sample = [now] * self.n_cpus
         self.changes.clear()
         for d, dom in enumerate(self.domains):
             self.changes.append((now, d, self.cpu_ghz[dom[0]]))
@@ -633,6 +748,10 @@ class DvfsController:
                 env.process(self._pcu_loop(env, s))
         if self._gov_fixed:
             return
+        if self.per_cpu:
+            for c in range(self.n_cpus):
+                env.process(self._cpu_sampler(env, c))
+            return
         for d in range(len(self.domains)):
             env.process(self._sampler(env, d))
 
@@ -640,12 +759,60 @@ class DvfsController:
         gov = self.governors[d]
         dom = self.domains[d]
         busy = self._busy_since
+        delay = gov.period_s
+        low = low_s = 0.0           # powersave_bias: the low P-state the sub-sample sets
         while True:
-            yield env.timeout(gov.period_s)
+            yield env.timeout(delay)
+            if low:                 # od_dbs_update's OD_SUB_SAMPLE: freq_lo for the rest
+                self._sync(dom[0], env.now)
+                self._request(d, env.now, low, in_notice=False)
+                low, delay = 0.0, low_s
+                continue
             if not self.event_driven:
                 self.sample(d, env.now)
             elif any(busy[c] >= 0.0 for c in dom):      # the tick of a running CPU
                 self._update_util(d, env.now)
+            delay = gov.period_s
+            if getattr(gov, "freq_lo", 0.0):            # freq_hi_delay_us, freq_lo_delay_us
+                total = round(gov.params["sampling_rate_us"])
+                high = gov.high_units(total)
+                low, delay, low_s = gov.freq_lo, high * 1e-6, (total - high) * 1e-6
+
+    def _cpu_sampler(self, env, c: int):
+        """CPU ``c``'s own governor timer (Linux 3.x cpufreq_ondemand.c do_dbs_timer,
+        one per policy): a delayed work of whole jiffies, due at the next multiple of
+        its delay ("We want all CPUs to do sampling nearly on same jiffy": delay -=
+        jiffies % delay), and deferrable
+        (INIT_DELAYED_WORK_DEFERRABLE): an idle CPU is not woken for it; it runs at the
+        first tick (TICK_S grid) the CPU is running at after its wake-up."""
+        gov = self.governors[c]
+        busy = self._busy_since
+        wait = None                 # the next delay when not the aligned period
+        low = low_wait = 0.0        # powersave_bias: the low P-state the sub-sample sets
+        while True:
+            if wait is None:
+                # usecs_to_jiffies(sampling_rate * rate_mult): whole ticks, rounded up
+                # (10 ms at HZ=250: 3 jiffies, 12 ms)
+                delay = math.ceil(gov.period_s / TICK_S - 1e-9) * TICK_S
+                yield env.timeout(_next_multiple(env.now, delay) - env.now)
+            else:
+                yield env.timeout(wait)
+            while busy[c] < 0.0:
+                self._wake_ev[c] = env.event()
+                yield self._wake_ev[c]
+                yield env.timeout(_next_multiple(env.now, TICK_S) - env.now)
+            if low:                 # DBS_SUB_SAMPLE: freq_lo for freq_lo_jiffies
+                self._sync(c, env.now)
+                self.cpu_req[c] = low
+                self._resolve(self.cpu_domain[c], env.now)
+                low, wait = 0.0, low_wait
+                continue
+            self.sample_cpu(c, env.now)
+            wait = None
+            if getattr(gov, "freq_lo", 0.0):            # freq_hi_jiffies, then freq_lo's
+                total = math.ceil(gov.params["sampling_rate_us"] * 1e-6 / TICK_S - 1e-9)
+                high = gov.high_units(total)
+                low, wait, low_wait = gov.freq_lo, high * TICK_S, (total - high) * TICK_S
 
     def _running(self, cpu: int) -> float:
         """PELT's running contribution of ``cpu`` now: its clock's share of the top
@@ -692,9 +859,10 @@ class DvfsController:
         self._req[d] = f
         if self.pcu is not None:                # the package grants at most its ceiling
             f = min(f, self.pcu.ceiling[self._dom_socket[d]])
-            if f == self.cpu_ghz[dom[0]]:
-                return
-        self._change(d, t, f)
+        if self.pcu is None or f != self.cpu_ghz[dom[0]]:
+            self._change(d, t, f)
+        if self.per_cpu:                        # the votes, as they are when it completes
+            self._resolve(d, t)
 
     def _change(self, d: int, t: float, f: float) -> None:
         """Domain ``d``'s clock becomes ``f`` at ``t``: busy accounting, PELT, listeners."""
@@ -732,6 +900,12 @@ class DvfsController:
         self.pelt[cpu].update(now, self._running(cpu))
         if self.event_driven:
             self._update_util(self.cpu_domain[cpu], now)
+        if self.per_cpu:
+            self._resolve(self.cpu_domain[cpu], now)
+            ev = self._wake_ev[cpu]
+            if ev is not None:                  # its deferred timer runs at the next tick
+                self._wake_ev[cpu] = None
+                ev.succeed()
 
     def cpu_idle(self, cpu: int, now: float) -> None:
         since = self._busy_since[cpu]
@@ -747,6 +921,8 @@ class DvfsController:
         self._idle_calls[cpu] += 1
         if self.event_driven:
             self._update_util(self.cpu_domain[cpu], now)
+        if self.per_cpu:
+            self._resolve(self.cpu_domain[cpu], now)
 
     def iowait_wakeup(self, cpu: int, now: float) -> None:
         """A task woke on ``cpu`` after I/O (schedutil's iowait boost at the next sample)."""
@@ -772,17 +948,31 @@ class DvfsController:
         """Run domain ``d``'s governor at ``now``; returns its target GHz."""
         dom = self.domains[d]
         self._sync(dom[0], now)
+        gov = self.governors[d]
+        busy_ghz = ([self.window_busy_ghz(c, now, mark=True) for c in dom]
+                    if gov.needs_busy_ghz else None)
         loads = self.loads(d, now, mark=True)
         self._last_sample[d] = now
         utils = [self.pelt[c].value(now) for c in dom]
         boost = self._iowait[d]
         self._iowait[d] = False
         cur = self._req[d]           # the request: turbo limits may hold the clock lower
-        target = self.governors[d].next_freq(now, cur, loads, utils, boost)
+        if busy_ghz is None:
+            target = gov.next_freq(now, cur, loads, utils, boost)
+        else:
+            target = gov.next_freq(now, cur, loads, utils, boost, busy_ghz=busy_ghz)
         pend = self._pending[d]
         if self.event_driven:
             target = self._sugov_hold(d, dom, target, cur if pend is None else pend[1], now)
-        if target == cur:
+        self._request(d, now, target, in_notice=self.event_driven)
+        return target
+
+    def _request(self, d: int, now: float, target: float, in_notice: bool) -> None:
+        """Domain ``d`` is asked for ``target``: a change (or the cancel of one pending)
+        that applies ``transition_latency_us`` later."""
+        dom = self.domains[d]
+        pend = self._pending[d]
+        if target == self._req[d]:
             if pend is not None:
                 self._pending[d] = None
                 for c in dom:
@@ -791,13 +981,73 @@ class DvfsController:
             self._pending[d] = (now + self.latency_s, target)
             for c in dom:
                 self.due_at[c] = now + self.latency_s
-            if self.latency_s <= 0.0 and not self.event_driven:
+            if self.latency_s <= 0.0 and not in_notice:
                 self._apply(d)
             elif self.on_pending is not None:
-                # (an event-driven evaluation runs inside a CPU's busy/idle notice: its
-                # change applies through the pending list, not in the middle of it)
+                # (an evaluation inside a CPU's busy/idle notice: its change applies
+                # through the pending list, not in the middle of it)
                 self.on_pending(d, now + self.latency_s)
-        return target
+
+    # -- per-CPU policies ------------------------------------------------------
+    def cpu_load(self, cpu: int, now: float, mark: bool = False) -> float:
+        """Busy fraction of ``cpu`` since its own policy's last sample (dbs_check_cpu:
+        (wall - idle) / wall over the CPU's window)."""
+        span = now - self._cpu_last_sample[cpu]
+        b = self.busy_time(cpu, now)
+        load = min(1.0, max(0.0, (b - self._busy_mark[cpu]) / span)) if span > 0 else 0.0
+        if mark:
+            self._busy_mark[cpu] = b
+            self._cpu_last_sample[cpu] = now
+        return load
+
+    def sample_cpu(self, cpu: int, now: float) -> float:
+        """Run CPU ``cpu``'s own governor on its own load; its request becomes the
+        target, and the package clock the highest request of its active cores
+        (package_vote). Returns the CPU's request (GHz)."""
+        self._sync(cpu, now)
+        gov = self.governors[cpu]
+        busy_ghz = [self.window_busy_ghz(cpu, now, mark=True)] if gov.needs_busy_ghz else None
+        load = self.cpu_load(cpu, now, mark=True)
+        # policy->cur of a per-CPU policy is its own last request (acpi-cpufreq's
+        # target() reports the P-state it wrote), not the clock the package granted
+        utils = [self.pelt[cpu].value(now)]
+        if busy_ghz is None:
+            self.cpu_req[cpu] = gov.next_freq(now, self.cpu_req[cpu], [load], utils)
+        else:
+            self.cpu_req[cpu] = gov.next_freq(now, self.cpu_req[cpu], [load], utils,
+                                              busy_ghz=busy_ghz)
+        self._resolve(self.cpu_domain[cpu], now)
+        return self.cpu_req[cpu]
+
+    def package_vote(self, d: int) -> float | None:
+        """The clock domain ``d`` runs at: the highest P-state requested among its
+        active cores (3rd Gen Intel Core Desktop Datasheet vol. 1, 4.2.1 Enhanced Intel
+        SpeedStep: "All active processor cores share the same frequency and voltage. In
+        a multi-core processor, the highest frequency P-state requested amongst all
+        active cores is selected"): an idle core, in a C-state, has no vote. A core's
+        request is taken as that of its running hardware threads (the datasheet does
+        not say how a halted sibling's request counts; with one thread per core the
+        two readings agree). ``None`` when nothing runs (the package idles and keeps
+        its clock)."""
+        busy = self._busy_since
+        req = self.cpu_req
+        best = None
+        for c in self.domains[d]:
+            if busy[c] >= 0.0 and (best is None or req[c] > best):
+                best = req[c]
+        return best
+
+    def _resolve(self, d: int, now: float) -> None:
+        """Domain ``d``'s vote may have changed (a request, a CPU started or stopped
+        running, a transition completed): the package moves to the highest request of
+        its running CPUs. A transition in progress completes first (the datasheet, 4.2.1:
+        "If a previous transition is in progress, the new transition is deferred until
+        the previous transition is completed"); the votes are taken again then."""
+        if self._pending[d] is not None:
+            return
+        vote = self.package_vote(d)
+        if vote is not None and vote != self._req[d]:
+            self._request(d, now, vote, in_notice=True)
 
     def _sugov_hold(self, d: int, dom: list[int], target: float, requested: float,
                     now: float) -> float:
@@ -833,12 +1083,28 @@ class DvfsController:
         d = self.cpu_domain[cpu]
         return self._dom_int[d] + self.cpu_ghz[cpu] * (now - self._dom_since[d])
 
-    def busy_mean_ghz(self, cpu: int, now: float) -> float:
-        """Mean clock while ``cpu`` was busy (perf's cycles / task-clock)."""
-        self._sync(cpu, now)
+    def _cycles(self, cpu: int, now: float) -> float:
+        """GHz x s ``cpu`` ran so far (its cycles / 1e9)."""
         cyc = self._cyc[cpu]
         if self._busy_since[cpu] >= 0.0:
             cyc += self.cpu_ghz[cpu] * (now - self._cyc_t[cpu])
+        return cyc
+
+    def window_busy_ghz(self, cpu: int, now: float, mark: bool = False) -> float:
+        """Mean clock of ``cpu`` while it ran since its last sample (what APERF/MPERF
+        give acpi-cpufreq's getavg, get_measured_perf); 0 if it did not run. Read it
+        before ``loads``/``cpu_load`` mark the window's busy time."""
+        busy = self.busy_time(cpu, now) - self._busy_mark[cpu]
+        cyc = self._cycles(cpu, now)
+        ghz = (cyc - self._cyc_mark[cpu]) / busy if busy > 0.0 else 0.0
+        if mark:
+            self._cyc_mark[cpu] = cyc
+        return ghz
+
+    def busy_mean_ghz(self, cpu: int, now: float) -> float:
+        """Mean clock while ``cpu`` was busy (perf's cycles / task-clock)."""
+        self._sync(cpu, now)
+        cyc = self._cycles(cpu, now)
         busy = self.busy_time(cpu, now)
         return cyc / busy if busy > 0.0 else self.cpu_ghz[cpu]
 

@@ -36,6 +36,24 @@ class PresetExtra(BaseModel):
         "(): on x86 from APERF/MPERF since Linux 5.7, arch/x86/kernel/smpboot.c, later "
         "cpu/aperfmperf.c), so schedutil's get_next_freq scales util by the maximum "
         "frequency; False: raw util by the current one (older kernels)"))
+    cpufreq_policy: Literal["domain", "cpu"] = Field(default="domain", description=(
+        "what one cpufreq policy (one governor instance) covers. 'domain': the CPUs of "
+        "a frequency domain together, the governor taking the highest load among them "
+        "(ACPI _PSD coordination SW_ALL/SW_ANY: acpi-cpufreq copies the domain into "
+        "policy->cpus). 'cpu': every CPU its own policy and governor (_PSD HW_ALL, what "
+        "Intel client firmware reports: acpi-cpufreq leaves policy->cpus to the CPU alone, "
+        "acpi_cpufreq_cpu_init 'Will let policy->cpus know about dependency only when "
+        "software coordination is required'); the package then runs the highest P-state "
+        "requested among its active cores (models.dvfs 'Per-CPU policies'). Applies to "
+        "the sampling governors (ondemand, conservative)"))
+    ondemand_rule: Literal["proportional", "load-freq"] = Field(
+        default="proportional", description=(
+            "the ondemand governor's rule below up_threshold. 'proportional': f = min_f + "
+            "load x (max_f - min_f) / 100 (cpufreq_ondemand.c od_update of the later "
+            "kernels). 'load-freq': Linux 3.x up to 3.10 (dbs_check_cpu): load x freq_avg "
+            "(the CPU's clock while it ran, from APERF/MPERF) against up_threshold x "
+            "policy->cur, and below (up_threshold - 3) x cur the lowest P-state at or above "
+            "load x freq_avg / (up_threshold - 3), else no change (models.dvfs.Ondemand)"))
     package_c6_power_fraction: float = Field(default=0.4, ge=0, le=1, description=(
         "share of package_static_w the uncore still draws in package C6 (every core of "
         "the socket in C6): an i7-4770K idles at 5 W of package power with C6/C7 "
@@ -348,6 +366,11 @@ I7_3770 = Preset(
         ("nviennot/core-to-core-latency README: 4-core Intel ring parts 20-21 ns "
          "(i5-4590, i7-6700K)"),
         "data/measurements/README.md (jetty-8): ondemand governor, Linux 3.5",
+        ("3rd Gen Intel Core Desktop Datasheet vol. 1, 4.2.1 Enhanced Intel SpeedStep: "
+         "'the highest frequency P-state requested amongst all active cores is selected'; "
+         "acpi-cpufreq with _PSD HW_ALL: one cpufreq policy per CPU (cpufreq_policy)"),
+        ("Linux 3.5 drivers/cpufreq/cpufreq_ondemand.c dbs_check_cpu: load x freq_avg "
+         "against up_threshold x cur, down_differential 3 (ondemand_rule 'load-freq')"),
     ),
     sockets=1, cores_per_socket=4, threads_per_core=2,
     pstates_ghz=_steps(1.6, 3.4, 0.1), turbo_ghz=3.9, turbo=False,
@@ -367,8 +390,9 @@ I7_3770 = Preset(
     # part's MSR_TURBO_RATIO_LIMIT as `cpupower frequency-info` prints it on an i7-3770
     # ("3700 MHz max turbo 4 active cores ... 3900 MHz max turbo 1 active cores";
     # trexw0w/csgo-server-basic-guide, Server_Optimization.md, Debian 9, 2019)
+    # ondemand as Linux 3.5 (the Jetty 8 machine's kernel) has it: 'load-freq'
     extra=PresetExtra(stream_ahead_lines=20.0, turbo_bins_ghz=(3.9, 3.9, 3.8, 3.7),
-                      **_CLIENT_RAPL),
+                      cpufreq_policy="cpu", ondemand_rule="load-freq", **_CLIENT_RAPL),
 )
 
 I7_920 = Preset(
@@ -412,6 +436,10 @@ I5_2400 = Preset(
          "2 x DDR3-1333, 21 GB/s"),
         "7-cpu.com/cpu/SandyBridge.html: L1 4-5 cycles, L2 12, L3 26-31, RAM L3 + ~56 ns",
         "Linux acpi-cpufreq: 100 MHz steps 1.6-3.1 GHz; Sandy Bridge client cores share one clock",
+        ("Intel Core datasheets vol. 1, 4.2.1 Enhanced Intel SpeedStep (the same text in the "
+         "Celeron P4000 and the 3rd Gen Core / Pentium G2000 ones): "
+         "'the highest frequency P-state requested amongst all active cores is selected'; "
+         "acpi-cpufreq with _PSD HW_ALL: one cpufreq policy per CPU (cpufreq_policy)"),
         "nviennot/core-to-core-latency README (4-core Intel ring parts ~20 ns)",
     ),
     sockets=1, cores_per_socket=4, threads_per_core=1,
@@ -429,7 +457,8 @@ I5_2400 = Preset(
     # turbo 3.4 GHz with one active core, 3.3 with two or three, 3.2 with four (GameStar,
     # "Intel Core i5 2400", 2011: "Ist nur ein Kern aktiv ... 3,4 GHz, bei Belastung von
     # zwei oder drei Kernen auf 3,3 GHz. Wenn alle vier Kerne arbeiten ... 3,2 GHz")
-    extra=PresetExtra(turbo_bins_ghz=(3.4, 3.3, 3.3, 3.2), **_CLIENT_RAPL),
+    extra=PresetExtra(turbo_bins_ghz=(3.4, 3.3, 3.3, 3.2), cpufreq_policy="cpu",
+                      **_CLIENT_RAPL),
 )
 
 I9_7960X = Preset(

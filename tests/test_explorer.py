@@ -730,6 +730,9 @@ SAME_NUMBERS = {
     "machine.effects.dvfs": TOP_CLOCK + "; without DVFS the clock is fixed at the top",
     "workload.serial": "pc takes the one connection's requests one after another either way",
     "machine.overrides.freq_domain": SHORT_RUN + " (no clock changes to share)",
+    "machine.overrides.extra.cpufreq_policy": SHORT_RUN + " (no request to resolve)",
+    "machine.overrides.extra.ondemand_rule": SHORT_RUN + " (no rule applied yet)",
+    "machine.governor_params.powersave_bias": SHORT_RUN + " (no target to bias)",
     "machine.overrides.default_governor": SHORT_RUN + " (every governor starts at the "
                                                        "same clock)",
     "machine.overrides.transition_latency_us": SHORT_RUN + " (no transition)",

@@ -84,10 +84,24 @@ class FluidRates:
         fl.costx = newx
         fl.total = new_total
         m.flow_end(cid, now + span_new + w_rest * new_total)
+        if self.trace is not None:
+            self._trace_piece_end(cid, t.tid, now + span_new)
         nev = fast_timeout(env, span_new)
         nev.callbacks = ev.callbacks
         ev.callbacks = []
         fl.ev = nev
+
+    def _trace_piece_end(self, cid: int, tid: int, end: float) -> None:
+        """The trace's row of the piece in flight on ``cid`` (its latest "run" row for
+        thread ``tid``) was written with the piece's planned length: it now ends at
+        ``end``, so that the CPU's slices still add up to its task-clock."""
+        tr = self.trace
+        for i in range(len(tr) - 1, -1, -1):
+            row = tr[i]
+            if row[1] == cid and row[3] == "run":
+                if row[2] == tid:
+                    tr[i] = (*row[:5], end - row[0], *row[6:])
+                return
 
     def _adopt(self, t: Thread, cpu: Cpu, now: float) -> None:
         """``t`` resumes on ``cpu`` the segment it was preempted in: the machine takes the
