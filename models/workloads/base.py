@@ -86,6 +86,30 @@ def work_ips(ctx) -> float:
         raise ConfigError("work.reference_preset", e.args[0]) from None
 
 
+def sent_lines(work) -> float:
+    """Cache lines of a request's own data (``task_kib``) that its client writes: the
+    bytes on the wire (``request_kib``), at most the task's. Over loopback TCP the
+    client's ``write`` copies them into the socket buffer on the client's CPU
+    (tcp_sendmsg -> skb_add_data_nocache / skb_copy_to_page_nocache, net/ipv4/tcp.c: a
+    cached copy_from_user, since register_netdevice never gives the loopback device
+    NETIF_F_NOCACHE_COPY, net/core/dev.c) and loopback queues that very skb on the
+    server's socket (loopback_xmit -> netif_rx, drivers/net/loopback.c): the server's
+    ``read`` (tcp_recvmsg -> skb_copy_datagram_iovec) reads lines another core wrote, a
+    core-to-core transfer or an LLC hit, not DRAM (docs/model.md "Where a request's
+    bytes come from")."""
+    return min(work.request_kib, work.task_kib) * 1024 / LINE
+
+
+def nic_lines(ctx, client_on_machine: bool) -> float:
+    """Lines of each request's bytes a NIC's DMA writes (models.hardware dma_write): the
+    bytes of a request read from a socket whose client is not on the machine (the load
+    tool elsewhere); 0 for a client the scenario runs on the machine (its thread writes
+    them) and for workloads without sockets (the requests are made in memory)."""
+    if client_on_machine or not has_sockets(ctx.cfg.workload):
+        return 0.0
+    return sent_lines(ctx.cfg.work)
+
+
 _new_tuple = tuple.__new__
 
 
@@ -108,6 +132,7 @@ class RequestFactory:
         thread_lines = work.thread_kib * 1024 / LINE
         code_lines = work.code_kib * 1024 / LINE
         shared_lines = work.shared_kib * 1024 / LINE
+        data_lines = work.data_kib * 1024 / LINE
         common = []
         if thread_lines:
             common.append(Footprint(THREAD, None, thread_lines, True))
@@ -115,6 +140,10 @@ class RequestFactory:
             common.append(Footprint(CODE, "handler", code_lines, False))
         if shared_lines:
             common.append(Footprint(SHARED, "shared", shared_lines, True))
+        if data_lines:
+            # read-mostly data: one owner for all threads, never written (no
+            # invalidations), data loads unlike code's fetches; the handler reads it
+            common.append(Footprint(SHARED, "read-mostly", data_lines, False))
         self.common = tuple(common)
         self.parse_common = tuple(f for f in common if f.kind != SHARED)
         # Per-connection state (parser, channel, buffers): reused by every request of
@@ -207,6 +236,8 @@ class RequestFactory:
 class Workload:
     """Base: a set of connections feeding a strategy."""
 
+    client_on_machine = False     # a client thread on the machine writes the requests
+
     def __init__(self, ctx, n_connections: int):
         self.ctx = ctx
         self.env = ctx.env
@@ -219,6 +250,12 @@ class Workload:
         # workloads with sockets (simcore.config.has_sockets).
         self.write_s = (ctx.machine.syscall_cost("write", kib=ctx.cfg.work.response_kib)
                         if has_sockets(wl) else 0.0)
+        # Where each request's bytes are when the server reads them: a NIC's DMA writes
+        # them (the LLC with DDIO, else DRAM: nothing to do); machines without a DMA
+        # model (the ideal one) have no caches to write into.
+        dma = getattr(ctx.machine, "dma_write", None)
+        self.nic_lines = nic_lines(ctx, self.client_on_machine) if dma is not None else 0.0
+        self.dma_write = dma if self.nic_lines and getattr(ctx.machine, "ddio", False) else None
         # A client that stops waiting after workload.timeout_us (None: waits forever).
         # ``waiting`` holds the requests whose clients still wait, by id.
         self.timeout_s = (getattr(wl, "timeout_us", None) or 0.0) * 1e-6
@@ -234,6 +271,8 @@ class Workload:
         """A request reaches the server: it is in the system from now on."""
         ctx = self.ctx
         ctx.recorder.arrive(req)
+        if self.dma_write is not None:
+            self.dma_write(TASK, req.id, self.nic_lines)
         if self.timeout_s:
             self.watch(req)
         if notify_after_append(conn, req):

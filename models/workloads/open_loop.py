@@ -31,7 +31,7 @@ from warmcore.simcore.arrivals import batch_gaps, mmpp_gaps
 from warmcore.simcore.config.schema import MAX_COUNT, Count, Micros
 from warmcore.simcore.distributions import sampler
 from warmcore.simcore.kernel import clock, fast_timeout
-from warmcore.simcore.work import Request
+from warmcore.simcore.work import TASK, Request
 
 
 # The bursty arrivals' tunables, shared by the open and connections kinds. The MMPP's
@@ -245,6 +245,8 @@ class OpenLoop(Workload):
 
     def deliver(self, req: Request, conn: Connection) -> None:
         self.ctx.recorder.arrive(req)
+        if self.dma_write is not None:
+            self.dma_write(TASK, req.id, self.nic_lines)
         if self.timeout_s:
             self.watch(req)
         self._hand_over(conn, req)
