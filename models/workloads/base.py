@@ -40,15 +40,18 @@ class Connection:
     the server one request at a time: the next is readable only once the previous
     has been handled, and the strategy hears of it then (``on_arrival``)."""
 
-    __slots__ = ("busy", "data", "id", "inbox", "owner", "serial")
+    __slots__ = ("busy", "data", "id", "inbox", "owner", "serial", "received")
 
-    def __init__(self, cid: int, serial: bool = False):
+    def __init__(self, cid: int, serial: bool = False, received=None):
         self.id = cid
         self.inbox: deque[Request] = deque()
         self.owner = None     # the strategy may pin a connection to a loop or thread
         self.data = None
         self.serial = serial
         self.busy = False     # serial: a request of this connection is being handled
+        # received(req): a NIC's DMA puts the request's bytes where the server's read
+        # finds them (Workload.nic_received); None: nothing to do
+        self.received = received
 
     def take(self) -> Request | None:
         """The next request to produce, or None (nothing arrived, or busy)."""
@@ -56,7 +59,10 @@ class Connection:
             return None
         if self.serial:
             self.busy = True
-        return self.inbox.popleft()
+        req = self.inbox.popleft()
+        if self.received is not None:
+            self.received(req)
+        return req
 
 
 def notify_after_append(conn: Connection, req: Request) -> bool:
@@ -244,18 +250,21 @@ class Workload:
         self.factory = RequestFactory(ctx)
         wl = ctx.cfg.workload
         self.serial = wl.serial if wl.serial is not None else kind_of(wl).serial
-        self.connections = [Connection(i, self.serial) for i in range(n_connections)]
+        # Where each request's bytes are when the server reads them: a NIC's DMA wrote
+        # them (the LLC with DDIO, else DRAM: nothing to do); machines without a DMA
+        # model (the ideal one) have no caches to write into.
+        dma = getattr(ctx.machine, "dma_write", None)
+        self.nic_lines = nic_lines(ctx, self.client_on_machine) if dma is not None else 0.0
+        self._dma = dma
+        self.received = (self.nic_received if self.nic_lines and getattr(ctx.machine, "ddio", False)
+                         else None)
+        self.connections = [Connection(i, self.serial, self.received)
+                            for i in range(n_connections)]
         # The thread that reports a request done writes its response to the socket
         # (models/syscalls.py: loopback TCP, the peer's receive softirq included); only
         # workloads with sockets (simcore.config.has_sockets).
         self.write_s = (ctx.machine.syscall_cost("write", kib=ctx.cfg.work.response_kib)
                         if has_sockets(wl) else 0.0)
-        # Where each request's bytes are when the server reads them: a NIC's DMA writes
-        # them (the LLC with DDIO, else DRAM: nothing to do); machines without a DMA
-        # model (the ideal one) have no caches to write into.
-        dma = getattr(ctx.machine, "dma_write", None)
-        self.nic_lines = nic_lines(ctx, self.client_on_machine) if dma is not None else 0.0
-        self.dma_write = dma if self.nic_lines and getattr(ctx.machine, "ddio", False) else None
         # A client that stops waiting after workload.timeout_us (None: waits forever).
         # ``waiting`` holds the requests whose clients still wait, by id.
         self.timeout_s = (getattr(wl, "timeout_us", None) or 0.0) * 1e-6
@@ -271,12 +280,20 @@ class Workload:
         """A request reaches the server: it is in the system from now on."""
         ctx = self.ctx
         ctx.recorder.arrive(req)
-        if self.dma_write is not None:
-            self.dma_write(TASK, req.id, self.nic_lines)
         if self.timeout_s:
             self.watch(req)
         if notify_after_append(conn, req):
             ctx.strategy.on_arrival(conn)
+
+    def nic_received(self, req: Request) -> None:
+        """The server reads ``req`` from its socket: with DDIO the NIC wrote its bytes
+        into the LLC (models.hardware ``dma_write``). Written as it is read, not when it
+        arrived: TCP's receive window keeps what the kernel holds for a socket within
+        its receive buffer (tcp_rmem: a few MiB), so the NIC writes at most that far
+        ahead of the reader; the model leaves out the ageing in between, and the LLC
+        does not fill with the bytes of a backlog the kernel would never have taken
+        (docs/model.md "Where a request's bytes come from")."""
+        self._dma(TASK, req.id, self.nic_lines)
 
     def finished(self, req: Request, thread) -> None:
         """The server handled ``req`` (called through ctx.done): ``thread`` writes the

@@ -31,7 +31,7 @@ from warmcore.simcore.arrivals import batch_gaps, mmpp_gaps
 from warmcore.simcore.config.schema import MAX_COUNT, Count, Micros
 from warmcore.simcore.distributions import sampler
 from warmcore.simcore.kernel import clock, fast_timeout
-from warmcore.simcore.work import TASK, Request
+from warmcore.simcore.work import Request
 
 
 # The bursty arrivals' tunables, shared by the open and connections kinds. The MMPP's
@@ -245,8 +245,6 @@ class OpenLoop(Workload):
 
     def deliver(self, req: Request, conn: Connection) -> None:
         self.ctx.recorder.arrive(req)
-        if self.dma_write is not None:
-            self.dma_write(TASK, req.id, self.nic_lines)
         if self.timeout_s:
             self.watch(req)
         self._hand_over(conn, req)
@@ -326,7 +324,7 @@ class OpenLoop(Workload):
         """``old``'s client opens a new connection (the server still holds ``old`` and
         finishes what it has on it); its waiting requests move over, the first sent
         client_turnaround_us later (the new connection's handshake)."""
-        new = Connection(len(self.connections), self.serial)
+        new = Connection(len(self.connections), self.serial, self.received)
         self.connections.append(new)
         slot = self.slot_of[old.id]
         self.slot_of.append(slot)
