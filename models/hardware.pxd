@@ -15,6 +15,7 @@ cdef class HardwareMachine:
     cdef public bint dvfs_available, fluid
     cdef public object rate_hook, syscalls
     cdef public double wake_lines
+    cdef public bint ddio
     cdef dict _wake_xfer
     cdef public FluidBus bus
     cdef double[::1] _parts

@@ -298,6 +298,8 @@ class HardwareMachine:
         self._deep_after_s = extra.cstate_deep_after_us * 1e-6
 
         self._ns_llc = topo.ns_llc
+        # a NIC's DMA writes the LLC (dma_write); only with caches to write into
+        self.ddio = extra.ddio and self._caches
 
         # run statistics; _mark: the measured window's start (measure_from)
         self._mark = None
@@ -621,6 +623,18 @@ class HardwareMachine:
 
     def syscall_cost(self, name, n=0.0, kib=0.0):
         return self.syscalls.cost(name, n, kib)
+
+    def dma_write(self, kind, key, lines):
+        """A NIC's DMA wrote ``lines`` of owner (kind, key), a request's bytes received
+        from a client off the machine. With DDIO (PresetExtra.ddio) they are written into
+        the LLC of socket 0, where the NIC is taken to be attached: the first core to
+        read them finds them there, no core owns them; without DDIO, or with caches off,
+        they are in DRAM and nothing changes (docs/model.md "Where a request's bytes come
+        from")."""
+        if not self.ddio or lines <= 0.0:
+            return
+        h = self.hierarchy
+        self.llc[0].access(h.owner_id(kind, key), lines)
 
     def wake_transfer(self, cpu_a, cpu_b):
         """(seconds, LLC loads, LLC misses) of one side of a futex wake-up whose other

@@ -28,6 +28,13 @@ class PresetExtra(BaseModel):
     private_l2: bool = Field(default=True, description=(
         "False for chips whose L2 is the last level (L1 misses go straight to the LLC)"))
     l1i_ways: int = Field(default=8, gt=0, description="L1i associativity")
+    ddio: bool = Field(default=False, description=(
+        "Intel Data Direct I/O: a NIC's DMA writes received data into the LLC of the "
+        "socket it is attached to instead of DRAM ('introduced with the Intel Xeon "
+        "processor E5 family and Intel Xeon processor E7 v2 family', Intel, 'Intel Data "
+        "Direct I/O Technology'); client parts (Core i7/i5) and AMD have none. A request "
+        "from a client off the machine then finds its bytes in the LLC (docs/model.md "
+        "'Where a request's bytes come from')"))
     loads_per_instruction: float = Field(default=0.33, gt=0, le=2, description=(
         "perf L1-dcache-loads per instruction: 16.41e9 / 49.40e9 = 0.332 in "
         "data/measurements/jetty-8.perf.txt"))
@@ -349,6 +356,8 @@ _CLIENT_RAPL = dict(power_limit_tau_s=1.0, power_limit_2_ratio=1.25)
 # 20%" above it with no default, tau programmable 0.25-40 s with no default: 1 s taken,
 # the hardware default of the client parts above
 _SERVER_RAPL = dict(power_limit_tau_s=1.0, power_limit_2_ratio=1.2)
+# Xeon E5 (Sandy Bridge-EP) and later Xeons: Intel DDIO (PresetExtra.ddio)
+_XEON_DDIO = dict(ddio=True)
 
 I7_3770 = Preset(
     name="i7-3770",
@@ -613,7 +622,7 @@ XEON_SP = Preset(
     v_min=0.7, v_max=1.15, tdp_w=150.0,
     # RAPL holds 20 busy cores near 150 W (issue 35: 264 W at 3.7 GHz without it); the
     # bins by active cores (Xeon Scalable specification update) not found here
-    extra=PresetExtra(**_SERVER_RAPL),
+    extra=PresetExtra(**_SERVER_RAPL, **_XEON_DDIO),
 )
 
 EPYC_ZEN3 = Preset(
@@ -700,7 +709,7 @@ SERVER_2015 = Preset(
     ctx_switch_us=1.8, futex_wake_us=1.2, wake_latency_idle_us=30.0, wake_latency_busy_us=4.0,
     static_w_per_core=1.5, package_static_w=20.0, dyn_w_per_core_max=11.0,
     v_min=0.75, v_max=1.1, tdp_w=120.0,
-    extra=PresetExtra(**_SERVER_RAPL),      # bins by active cores not found here
+    extra=PresetExtra(**_SERVER_RAPL, **_XEON_DDIO),   # bins by active cores not found here
 )
 
 PRESETS: dict[str, Preset] = {

@@ -40,15 +40,18 @@ class Connection:
     the server one request at a time: the next is readable only once the previous
     has been handled, and the strategy hears of it then (``on_arrival``)."""
 
-    __slots__ = ("busy", "data", "id", "inbox", "owner", "serial")
+    __slots__ = ("busy", "data", "id", "inbox", "owner", "serial", "received")
 
-    def __init__(self, cid: int, serial: bool = False):
+    def __init__(self, cid: int, serial: bool = False, received=None):
         self.id = cid
         self.inbox: deque[Request] = deque()
         self.owner = None     # the strategy may pin a connection to a loop or thread
         self.data = None
         self.serial = serial
         self.busy = False     # serial: a request of this connection is being handled
+        # received(req): a NIC's DMA puts the request's bytes where the server's read
+        # finds them (Workload.nic_received); None: nothing to do
+        self.received = received
 
     def take(self) -> Request | None:
         """The next request to produce, or None (nothing arrived, or busy)."""
@@ -56,7 +59,10 @@ class Connection:
             return None
         if self.serial:
             self.busy = True
-        return self.inbox.popleft()
+        req = self.inbox.popleft()
+        if self.received is not None:
+            self.received(req)
+        return req
 
 
 def notify_after_append(conn: Connection, req: Request) -> bool:
@@ -86,6 +92,30 @@ def work_ips(ctx) -> float:
         raise ConfigError("work.reference_preset", e.args[0]) from None
 
 
+def sent_lines(work) -> float:
+    """Cache lines of a request's own data (``task_kib``) that its client writes: the
+    bytes on the wire (``request_kib``), at most the task's. Over loopback TCP the
+    client's ``write`` copies them into the socket buffer on the client's CPU
+    (tcp_sendmsg -> skb_add_data_nocache / skb_copy_to_page_nocache, net/ipv4/tcp.c: a
+    cached copy_from_user, since register_netdevice never gives the loopback device
+    NETIF_F_NOCACHE_COPY, net/core/dev.c) and loopback queues that very skb on the
+    server's socket (loopback_xmit -> netif_rx, drivers/net/loopback.c): the server's
+    ``read`` (tcp_recvmsg -> skb_copy_datagram_iovec) reads lines another core wrote, a
+    core-to-core transfer or an LLC hit, not DRAM (docs/model.md "Where a request's
+    bytes come from")."""
+    return min(work.request_kib, work.task_kib) * 1024 / LINE
+
+
+def nic_lines(ctx, client_on_machine: bool) -> float:
+    """Lines of each request's bytes a NIC's DMA writes (models.hardware dma_write): the
+    bytes of a request read from a socket whose client is not on the machine (the load
+    tool elsewhere); 0 for a client the scenario runs on the machine (its thread writes
+    them) and for workloads without sockets (the requests are made in memory)."""
+    if client_on_machine or not has_sockets(ctx.cfg.workload):
+        return 0.0
+    return sent_lines(ctx.cfg.work)
+
+
 _new_tuple = tuple.__new__
 
 
@@ -108,6 +138,7 @@ class RequestFactory:
         thread_lines = work.thread_kib * 1024 / LINE
         code_lines = work.code_kib * 1024 / LINE
         shared_lines = work.shared_kib * 1024 / LINE
+        data_lines = work.data_kib * 1024 / LINE
         common = []
         if thread_lines:
             common.append(Footprint(THREAD, None, thread_lines, True))
@@ -115,6 +146,10 @@ class RequestFactory:
             common.append(Footprint(CODE, "handler", code_lines, False))
         if shared_lines:
             common.append(Footprint(SHARED, "shared", shared_lines, True))
+        if data_lines:
+            # read-mostly data: one owner for all threads, never written (no
+            # invalidations), data loads unlike code's fetches; the handler reads it
+            common.append(Footprint(SHARED, "read-mostly", data_lines, False))
         self.common = tuple(common)
         self.parse_common = tuple(f for f in common if f.kind != SHARED)
         # Per-connection state (parser, channel, buffers): reused by every request of
@@ -207,13 +242,24 @@ class RequestFactory:
 class Workload:
     """Base: a set of connections feeding a strategy."""
 
+    client_on_machine = False     # a client thread on the machine writes the requests
+
     def __init__(self, ctx, n_connections: int):
         self.ctx = ctx
         self.env = ctx.env
         self.factory = RequestFactory(ctx)
         wl = ctx.cfg.workload
         self.serial = wl.serial if wl.serial is not None else kind_of(wl).serial
-        self.connections = [Connection(i, self.serial) for i in range(n_connections)]
+        # Where each request's bytes are when the server reads them: a NIC's DMA wrote
+        # them (the LLC with DDIO, else DRAM: nothing to do); machines without a DMA
+        # model (the ideal one) have no caches to write into.
+        dma = getattr(ctx.machine, "dma_write", None)
+        self.nic_lines = nic_lines(ctx, self.client_on_machine) if dma is not None else 0.0
+        self._dma = dma
+        self.received = (self.nic_received if self.nic_lines and getattr(ctx.machine, "ddio", False)
+                         else None)
+        self.connections = [Connection(i, self.serial, self.received)
+                            for i in range(n_connections)]
         # The thread that reports a request done writes its response to the socket
         # (models/syscalls.py: loopback TCP, the peer's receive softirq included); only
         # workloads with sockets (simcore.config.has_sockets).
@@ -238,6 +284,16 @@ class Workload:
             self.watch(req)
         if notify_after_append(conn, req):
             ctx.strategy.on_arrival(conn)
+
+    def nic_received(self, req: Request) -> None:
+        """The server reads ``req`` from its socket: with DDIO the NIC wrote its bytes
+        into the LLC (models.hardware ``dma_write``). Written as it is read, not when it
+        arrived: TCP's receive window keeps what the kernel holds for a socket within
+        its receive buffer (tcp_rmem: a few MiB), so the NIC writes at most that far
+        ahead of the reader; the model leaves out the ageing in between, and the LLC
+        does not fill with the bytes of a backlog the kernel would never have taken
+        (docs/model.md "Where a request's bytes come from")."""
+        self._dma(TASK, req.id, self.nic_lines)
 
     def finished(self, req: Request, thread) -> None:
         """The server handled ``req`` (called through ctx.done): ``thread`` writes the

@@ -324,7 +324,7 @@ class OpenLoop(Workload):
         """``old``'s client opens a new connection (the server still holds ``old`` and
         finishes what it has on it); its waiting requests move over, the first sent
         client_turnaround_us later (the new connection's handshake)."""
-        new = Connection(len(self.connections), self.serial)
+        new = Connection(len(self.connections), self.serial, self.received)
         self.connections.append(new)
         slot = self.slot_of[old.id]
         self.slot_of.append(slot)

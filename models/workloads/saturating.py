@@ -9,12 +9,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from warmcore.models.workloads.base import Connection, Workload, work_ips
+from warmcore.models.workloads.base import Connection, Workload, sent_lines, work_ips
 from warmcore.models.workloads.closed_loop import ClosedLoop
 from warmcore.simcore.config import (ConfigError, ServiceShape, WorkloadKind, has_sockets,
                                      register_workload)
 from warmcore.simcore.config.schema import MAX_LIST, Count, MicrosOrZero
-from warmcore.simcore.work import Request, Segment
+from warmcore.simcore.work import TASK, Footprint, Request, Segment
 
 
 class SaturatingCfg(ServiceShape):
@@ -66,15 +66,18 @@ class PipelinedClient(Workload):
     request, and a server faster than its client is busy only that ratio of the time
     (the Jetty 8 run: 0.867 CPUs; tests/test_workloads.py computes it by hand)."""
 
+    client_on_machine = True      # its thread writes each request's bytes
+
     def __init__(self, ctx):
         wl = ctx.cfg.workload
         super().__init__(ctx, wl.connections)
         self.depth = wl.depth
         ips = work_ips(ctx)
-        self.write_seg = Segment(wl.client_us * 0.5e-6 * ips, label="client-write")
+        work = ctx.cfg.work
+        self.write_ins = wl.client_us * 0.5e-6 * ips
+        self.sent_lines = sent_lines(work)
         self.read_seg = Segment(wl.client_us * 0.5e-6 * ips, label="client-read")
         cost = ctx.machine.syscall_cost
-        work = ctx.cfg.work
         self.sockets = has_sockets(wl)
         self.client_write_s = cost("write", kib=work.request_kib) if self.sockets else 0.0
         self.client_read_s = cost("read", kib=work.response_kib) if self.sockets else 0.0
@@ -104,7 +107,7 @@ class PipelinedClient(Workload):
                 req = self.factory.make(self.env.now, conn.id)
                 if self.client_write_s:
                     t.charge_io(self.client_write_s)
-                yield t.run(self.write_seg, req)
+                yield t.run(self.write_segment(req), req)
                 self.in_flight[conn.id] += 1
                 if self.sockets:             # the server side's receive, on this CPU
                     ctx.kernel.deliver_from(t, lambda r=req, c=conn: self.deliver(r, c))
@@ -113,6 +116,13 @@ class PipelinedClient(Workload):
             else:
                 self.sleeping[conn.id] = t
                 yield t.park()
+
+    def write_segment(self, req: Request) -> Segment:
+        """The client's half that writes ``req``: its bytes are written on the client's
+        core (``sent_lines``), where the server's read finds them."""
+        fp = ((Footprint(TASK, req.id, self.sent_lines, True),) if self.sent_lines
+              else ())
+        return Segment(self.write_ins, fp, label="client-write")
 
     def finished(self, req: Request, thread) -> None:
         """The server wrote ``req``'s response: the client reads it next."""

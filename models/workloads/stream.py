@@ -44,6 +44,8 @@ class Stream(Workload):
     ``consumer_us`` reading it. Latency runs from the start of production to
     the end of consumption."""
 
+    client_on_machine = True      # the producer threads write the messages
+
     def __init__(self, ctx):
         super().__init__(ctx, ctx.cfg.workload.producers)
         wl = ctx.cfg.workload

@@ -273,7 +273,13 @@ class WorkCfg(Strict):
     task_kib: Kib = Field(default=0.0,
                              description='request data written by producer, read by consumer')
     thread_kib: Kib = Field(default=0.0, description='private state the handling thread touches')
-    code_kib: Kib = Field(default=0.0, description='code and read-mostly data per request')
+    code_kib: Kib = Field(default=0.0, description=(
+        'code per request (instruction fetches: L1i, not counted by the data counters)'))
+    data_kib: Kib = Field(default=0.0, description=(
+        'read-mostly data every request reads, one copy shared by all threads and never '
+        'written (the JVM\'s class metadata and constant pools, a server\'s header '
+        'tables and configuration): data loads that a working set beyond L2 makes LLC '
+        'hits (docs/model.md "A reused working set beyond L2"); 0: none'))
     shared_kib: Kib = Field(default=0.0, description='shared structures every request touches')
     conn_kib: Kib = Field(default=0.0,
                              description='per-connection state (parser, buffers) every request')
