@@ -174,6 +174,13 @@ def test_tuning_a_pool_names_the_size_that_serves_the_load():
     assert out["best"] == "strategy.params.threads=4"
     assert out["margin"] == pytest.approx(1.0, abs=0.05)
     assert out["interval95"][0] > 0.9
+    # an Objective passed in keeps the margin it carries (the answer says which it
+    # used); a min_margin given as well overrides it
+    strict = adv.parse_objective("throughput").with_min_margin(0.3)
+    held = adv.tune(sc, "strategy.params.threads", [1, 4], strict, replications=2)
+    assert held["min_margin"] == 0.3 and held["best"] == "strategy.params.threads=4"
+    assert adv.tune(sc, "strategy.params.threads", [1, 4], strict, replications=2,
+                    min_margin=0.02)["min_margin"] == 0.02
 
 
 def test_local_processes_give_the_same_answer_as_one_process():

@@ -336,17 +336,18 @@ def advise(scenario, strategies: Sequence[str], objective: str | Objective = "th
            seed: int | None = None, requests: int | None = None, refine: int = 4,
            workers: int | None = 1, scheduler: str | None = None,
            progress: Callable[[int], None] | None = None,
-           max_wall: float | None = None, min_margin: float = MIN_MARGIN) -> dict:
+           max_wall: float | None = None, min_margin: float | None = None) -> dict:
     """Which of ``strategies`` is best for ``objective`` at each offered load, where
     the answer flips, and why. The dict documented in docs/api.md (``ranges``,
     ``crossovers``, ``objective``, ``why``...). ``progress(runs done)`` is called after
     each run (an exception it raises stops the advice); ``max_wall`` bounds each run's
     wall-clock seconds; a strategy is named best only by ``min_margin`` or more (a
-    fraction of the runner-up's figure, ``MIN_MARGIN``) as well as at 95%."""
+    fraction of the runner-up's figure; None: the objective's, ``MIN_MARGIN`` unless
+    it was given another) as well as at 95%."""
     from warmcore.api import as_scenario
 
     obj = objective if isinstance(objective, Objective) else parse_objective(objective)
-    obj = obj.with_min_margin(min_margin)
+    obj = _with_margin(obj, min_margin)
     sc = _prepared(as_scenario(scenario), requests, replications, refine)
     field_ = load_field(sc)
     integer = field_ != "rate_per_s"
@@ -405,14 +406,14 @@ def tune(scenario, path: str, values: Sequence, objective: str | Objective = "th
          requests: int | None = None, workers: int | None = 1,
          scheduler: str | None = None,
          progress: Callable[[int], None] | None = None,
-         min_margin: float = MIN_MARGIN) -> dict:
+         min_margin: float | None = None) -> dict:
     """The best value of one setting (``path``, a --set path such as
     ``strategy.params.threads`` or ``machine.governor``) at one load, with its margin
     over the runner-up and a 95% interval (best only by ``min_margin`` or more)."""
     from warmcore.api import as_scenario
 
     obj = objective if isinstance(objective, Objective) else parse_objective(objective)
-    obj = obj.with_min_margin(min_margin)
+    obj = _with_margin(obj, min_margin)
     sc = _prepared(as_scenario(scenario), requests, replications, 0)
     if load is not None:
         load_field(sc)
@@ -430,6 +431,12 @@ def tune(scenario, path: str, values: Sequence, objective: str | Objective = "th
             "min_margin": obj.min_margin,
             "path": path, "load": load, "replications": len(seeds), "seeds": seeds,
             **_point(v)}
+
+
+def _with_margin(obj: Objective, min_margin: float | None) -> Objective:
+    """The objective with ``min_margin`` if one is given; else as it is (an Objective
+    passed in keeps the margin it carries)."""
+    return obj if min_margin is None else obj.with_min_margin(min_margin)
 
 
 def _prepared(sc: Scenario, requests, replications: int, refine: int) -> Scenario:
