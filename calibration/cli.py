@@ -47,12 +47,11 @@ def build_parser():
 
 
 def _params_hook(sc: Scenario, args) -> Scenario:
-    if not getattr(args, "params", None) or args.cmd == "predict":
+    if not getattr(args, "params", None):
         return sc
     from warmcore.calibration.params import apply_params, load_params
 
-    fitted = apply_params(sc, load_params(args.params))
-    return Scenario.load(fitted, args.sets)        # the command line's --set still wins
+    return apply_params(sc, load_params(args.params))   # then the command line's --set
 
 
 def _sweep_params_hook(spec, args):
@@ -90,6 +89,10 @@ def cmd_calibrate(args) -> int:
     check_workers(args.workers)
     if args.scheduler:
         check_scheduler(args.scheduler)
+    for m in spec.measurement:
+        note = m.perf_note(spec.base_dir)
+        if note:
+            print(f" note: {m.name}: {note}", file=sys.stderr)
     progress = None if args.json else (
         lambda n: print(f"  evaluation {n}", file=sys.stderr) if n % 10 == 0 else None)
     cal = Calibrator(spec, workers=args.workers, scheduler=args.scheduler,

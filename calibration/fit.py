@@ -118,9 +118,12 @@ class Measurement(Strict):
     strategy: str | None = None
     set: list[str] = Field(default=[], description="--set overrides of the measured setup")
     perf: str | None = Field(default=None, description="perf stat output of the run")
-    requests: int | None = Field(default=None, gt=0, description="requests the perf file "
-                                 "covers (to turn its totals into per-request figures)")
-    elapsed_s: float | None = Field(default=None, gt=0)
+    requests: int | None = Field(default=None, gt=0, description=(
+        "requests the load tool counted in elapsed_s (without elapsed_s: the requests "
+        "the perf file covers); a perf window shorter than elapsed_s covers the load's "
+        "rate over it (calibration.perf_figures.counted_requests)"))
+    elapsed_s: float | None = Field(default=None, gt=0, description=(
+        "the load tool's time for `requests` (its throughput)"))
     figures: dict[str, Annotated[float, Field(gt=0)] | Figure] = {}
 
     @field_validator("figures", mode="before")
@@ -158,15 +161,27 @@ class Measurement(Strict):
         sc = warmcore.Scenario.load(src, self.set)
         return sc.with_(strategy=self.strategy) if self.strategy else sc
 
+    def perf_path(self, base_dir: str) -> Path | None:
+        if not self.perf:
+            return None
+        path = Path(self.perf)
+        return path if path.is_absolute() else Path(base_dir) / path
+
+    def perf_note(self, base_dir: str) -> str | None:
+        """Which requests the perf file's per-request figures divide by, when its window
+        is not the load's (calibration.perf_figures.window_note)."""
+        from warmcore.calibration.perf_figures import window_note
+
+        path = self.perf_path(base_dir)
+        return window_note(path, self.requests, self.elapsed_s) if path else None
+
     def all_figures(self, base_dir: str) -> dict[str, Figure]:
         """The stated figures, plus those read from the perf file (stated ones win)."""
         out: dict[str, Figure] = {}
-        if self.perf:
+        path = self.perf_path(base_dir)
+        if path:
             from warmcore.calibration.perf_figures import figures_from_perf
 
-            path = Path(self.perf)
-            if not path.is_absolute():
-                path = Path(base_dir) / path
             out.update(figures_from_perf(path, requests=self.requests,
                                          elapsed_s=self.elapsed_s))
         for k, v in self.figures.items():
@@ -498,7 +513,11 @@ def predict(params: dict, scenario, strategy: str | None = None, sets: Iterable[
     fit = [FitParam(**f) for f in params["fit"]]
     u0 = np.array(params["unit_optimum"])
     cov = np.array(params["unit_cov"])
-    sc = warmcore.Scenario.load(scenario, list(sets))
+    from warmcore.calibration.params import apply_params
+
+    # the fitted values first, so that an override may rely on one (and still wins)
+    sc = warmcore.Scenario.load(apply_params(warmcore.Scenario.load(scenario), params),
+                                list(sets))
     if strategy:
         sc = sc.with_(strategy=strategy)
     sc = sc.with_(requests=requests)

@@ -170,13 +170,90 @@ def test_calibrate_writes_params_that_run_and_predict_apply(tmp_path, capsys):
     assert lo <= hi and p["strategy"] == "pec" and math.isfinite(p["throughput_rps"])
 
 
-def test_the_jetty_8_example_calibrates_and_reports_what_disagrees(pytestconfig):
+def test_the_jetty_8_example_reads_its_figures_over_perfs_window(pytestconfig):
+    """perf printed 0.867 CPUs of 27,751.967 ms task-clock: it counted for 32.0092 s
+    of the load generator's 37.696 s, so its per-request figures are over that
+    window's share of the 1,000,000 requests at the load's rate: 849,140."""
     spec = CalibrationSpec.load(pytestconfig.rootpath / EXAMPLE / "calibrate.toml")
-    figs = spec.measurement[0].all_figures(spec.base_dir)
-    assert figs["throughput_rps"].value == pytest.approx(26528, rel=1e-3)
+    m = spec.measurement[0]
+    figs = m.all_figures(spec.base_dir)
+    window = 27.751967126 / 0.867
+    counted = 1e6 * window / 37.696
+    assert counted == pytest.approx(849_140, abs=1)
+    assert figs["throughput_rps"].value == pytest.approx(1e6 / 37.696, rel=1e-9)
+    assert figs["cpu_us_per_req"].value == pytest.approx(27_751.967126e3 / counted, rel=1e-9)
+    assert figs["instructions_per_req"].value == pytest.approx(49_404_471_415 / counted,
+                                                               rel=1e-9)
+    assert figs["llc_loads_per_req"].value == pytest.approx(204_217_265 / counted, rel=1e-9)
     assert figs["ipc"].value == pytest.approx(0.9155, rel=1e-3)
     assert figs["ipc"].coverage == pytest.approx(0.2867)
     assert figs["cpus_utilized"].value == 0.867
+    assert "849,140 requests" in m.perf_note(spec.base_dir)
+
+
+PERF_LONGER = """ Performance counter stats for process id '42':
+      3000.000000 task-clock        #    0.300 CPUs utilized
+    9,000,000,000 instructions
+     10.000000000 seconds time elapsed
+"""
+
+
+def test_a_perf_window_longer_than_the_load_counts_all_its_requests(tmp_path):
+    """perf attached for 10 s around a 5 s load of 1,000 requests: all are counted, and
+    the load's CPUs are its 3 s of task-clock over its own 5 s (0.6), not perf's 0.3."""
+    from warmcore.calibration.perf_figures import figures_from_perf, window_note
+
+    path = tmp_path / "run.perf.txt"
+    path.write_text(PERF_LONGER)
+    figs = figures_from_perf(path, requests=1000, elapsed_s=5.0)
+    assert figs["instructions_per_req"].value == pytest.approx(9e6)
+    assert figs["cpu_us_per_req"].value == pytest.approx(3000.0)
+    assert figs["cpus_utilized"].value == pytest.approx(0.6)
+    assert "longer than the load's" in window_note(path, 1000, 5.0)
+    assert window_note(path, 1000, 10.0) is None          # the same window: no note
+    assert figures_from_perf(path, requests=1000)["cpus_utilized"].value == 0.3
+
+
+@pytest.fixture(scope="module")
+def jetty_8_fit(pytestconfig):
+    return Calibrator(CalibrationSpec.load(
+        pytestconfig.rootpath / EXAMPLE / "calibrate.toml"), workers=1).fit()
+
+
+def test_the_jetty_8_fit_explains_every_figure_and_identifies_every_parameter(jetty_8_fit):
+    """Issue 28's first done-condition: no figure more than 3 sigma off, every fitted
+    parameter identified (no warning), at most 6 parameters and 150 simulations."""
+    cal = jetty_8_fit
+    assert len(cal.spec.fit) <= 6 and cal.evaluations <= 150
+    assert cal.warnings == []
+    assert max(abs(f["residual_sigmas"]) for f in cal.figures) < 3
+    assert len(cal.figures) == 11
+
+
+def test_the_jetty_8_fit_predicts_the_milestones_parallel_slowdown(jetty_8_fit, tmp_path,
+                                                                  pytestconfig):
+    """From the fit, jetty9-milestone against pc on the measured setup: slower, more
+    than one CPU, a lower IPC and clock, more LLC loads and L1d misses per request
+    (phenomenon 1), each predicted with its interval. Not yet as written: "several
+    times" the LLC loads (1.55x here; issue 28 stays open, docs/calibration.md)."""
+    from warmcore.calibration.fit import predict
+    from warmcore.calibration.params import load_params, write_params
+
+    out = tmp_path / "jetty-8.params.toml"
+    write_params(jetty_8_fit, out)
+    params = load_params(out)
+    scenario = str(pytestconfig.rootpath / EXAMPLE / "jetty-8.toml")
+    pc, j9 = (predict(params, scenario, strategy=s, draws=4)
+              for s in ("pc", "jetty9-milestone"))
+    assert all(p["interval95"]["throughput_rps"][0] <= p["interval95"]["throughput_rps"][1]
+               for p in (pc, j9))
+    assert pc["throughput_rps"] > 1.15 * j9["throughput_rps"]
+    assert j9["cpus_utilized"] > 1.1 and pc["cpus_utilized"] < 1.0
+    assert j9["ipc"] < 0.85 * pc["ipc"]
+    assert j9["ghz"] < 0.9 * pc["ghz"]
+    per_req = lambda r, k: r[k] / r["requests"]  # noqa: E731
+    assert per_req(j9, "llc_loads") > 1.3 * per_req(pc, "llc_loads")
+    assert per_req(j9, "l1d_misses") > per_req(pc, "l1d_misses")
 
 
 def test_a_sweep_of_a_calibrated_model_applies_the_fitted_values(tmp_path, fitted):
@@ -232,3 +309,32 @@ def test_a_specs_digest_does_not_depend_on_the_folder_it_is_read_from(tmp_path):
     a = CalibrationSpec.load(example / "calibrate-netty.toml")
     b = CalibrationSpec.load(copy / "calibrate-netty.toml")
     assert a.base_dir != b.base_dir and a.digest() == b.digest()
+
+
+# -- the Jetty 8 mechanisms, recovered from synthetic measurements ----------------------
+
+J8_TRUTH = {"workload.client_us": 40.0, "work.data_read_kib": 24.0}
+J8_KEYS = ("throughput_rps", "cpus_utilized", "ghz", "llc_loads_per_req", "ipc")
+
+
+def test_a_fit_recovers_the_client_and_the_cache_it_was_made_with(pytestconfig):
+    """Issue 28: measurements simulated on the Jetty 8 setup with a known client
+    turnaround (40 us) and read part (24 KiB of the 4 MiB set) are fitted back inside
+    their intervals: throughput and CPUs see the client, LLC loads the part. (A
+    governor tunable is not yet: ondemand's choice moves in whole P-states, so its
+    figures are flat under the fit's finite-difference step; issue 28's note.)"""
+    scenario = str(pytestconfig.rootpath / EXAMPLE / "jetty-8.toml")
+    sc = warmcore.Scenario.load(scenario).with_(J8_TRUTH, requests=2000)
+    rs = [warmcore.simulate(sc, seed=s) for s in (1, 2)]
+    figures = {k: float(np.mean([FIGURES[k](r) for r in rs])) for k in J8_KEYS}
+    spec = CalibrationSpec.from_data({
+        "measurement": [{"name": "synthetic", "scenario": scenario, "figures": figures}],
+        "fit": [{"path": "workload.client_us", "lo": 20.0, "hi": 80.0, "log": True},
+                {"path": "work.data_read_kib", "lo": 4.0, "hi": 64.0, "log": True}],
+        "run": {"requests": 2000, "seeds": [1, 2], "starts": 6, "max_evaluations": 40}})
+    cal = Calibrator(spec, workers=1).fit()
+    for path, truth in J8_TRUTH.items():
+        lo, hi = cal.ci95[path]
+        assert lo <= truth <= hi, (path, truth, lo, hi, cal.values[path])
+    assert cal.values["workload.client_us"] == pytest.approx(40.0, rel=0.05)
+    assert cal.warnings == []

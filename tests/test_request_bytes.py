@@ -144,6 +144,50 @@ def test_a_working_set_beyond_l2_makes_llc_loads_that_hit():
     assert misses == pytest.approx(TASK_LINES, abs=0.5)
 
 
+ONLY_DATA = {"work.task_kib": 0.0, "work.thread_kib": 0.0, "work.code_kib": 0.0,
+             "work.conn_kib": 0.0, "work.shared_kib": 0.0, "run.warmup": 0.0}
+
+
+def test_a_request_reads_one_random_part_of_the_read_mostly_data():
+    """data_kib 64 read 16 KiB at a time: 4 parts of 256 lines, one per request, drawn
+    from a stream of its own. Over 400 requests each part is read (the chance one is
+    missed is 4 x (3/4)^400), and each comes once from DRAM: its 256 misses, then
+    the 8 MiB LLC holds it, whichever part the next request reads. The misses are
+    exactly 4 x 256 beyond those of the same run without the data."""
+    def misses(sets):
+        sc = warmcore.Scenario.load("pipeline").edit({**ONLY_DATA, **sets}, strategy="pc",
+                                                     requests=400)
+        return warmcore.simulate(sc).llc_misses
+    base = misses({})
+    assert misses({"work.data_kib": 64.0, "work.data_read_kib": 16.0}) - base == 4 * 256
+    assert misses({"work.data_kib": 64.0}) - base == 1024      # all of it: the same lines
+    assert misses({"work.data_kib": 16.0, "work.data_read_kib": 16.0}) - base == 256
+
+
+def test_parts_beyond_l2_are_llc_loads_that_hit():
+    """4 MiB read 16 KiB (256 lines) at a time: 256 parts, so a part comes back about
+    256 requests after its last read, when the 256 KiB L2 has long refilled and the
+    8 MiB LLC still holds it. Once every part has been read (the warm-up: about 256 x
+    ln 256 = 1,420 requests), nearly all of a request's 256 lines are LLC loads that
+    hit; all 4 MiB read by every request would instead be 65,536 lines (the test
+    above's `data_kib` alone)."""
+    sc = warmcore.Scenario.load("pipeline").edit(
+        {**ONLY_DATA, "work.data_kib": 4096.0, "work.data_read_kib": 16.0,
+         "run.warmup": 0.5}, strategy="pc", requests=6000)
+    r = warmcore.simulate(sc)
+    loads, misses = r.llc_loads / r.requests, r.llc_misses / r.requests
+    assert 0.9 * 256 < loads < 256 + 8            # (a few lines of the sockets' own)
+    assert misses < 0.05 * 256
+
+
+@pytest.mark.parametrize("read", [0.0, 65.0, float("nan")])
+def test_a_read_part_outside_the_data_is_refused_naming_the_field(read):
+    with pytest.raises(warmcore.ConfigError) as e:
+        warmcore.Scenario.load("pipeline").edit({"work.data_kib": 64.0,
+                                                 "work.data_read_kib": read})
+    assert e.value.field == "work.data_read_kib"
+
+
 def test_data_kib_is_a_calibration_parameter():
     from warmcore.params import parameter
     p = parameter(warmcore.Scenario.load("pipeline"), "work.data_kib")

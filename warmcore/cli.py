@@ -210,11 +210,13 @@ def _load(args, **extra):
         raise UsageError("--max-wall: must be a positive number of seconds")
     if args.seed is not None and args.seed < 0:
         raise UsageError("--seed: must be non-negative")
-    sc = load(args.scenario, args.sets, requests=args.requests, duration_s=args.duration,
-              seed=args.seed, **extra)
+    # The hooks (a calibration's --params) change the scenario before the --set
+    # overrides, so that an override may rely on a fitted value and still wins over it.
+    sc = load(args.scenario, [])
     for hook in SCENARIO_HOOKS:
         sc = hook(sc, args)
-    return sc
+    return load(sc, args.sets, requests=args.requests, duration_s=args.duration,
+                seed=args.seed, **extra)
 
 
 def cmd_compare(args) -> int:

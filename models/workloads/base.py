@@ -15,6 +15,7 @@ from collections import deque
 
 from warmcore.simcore.config import ConfigError, has_sockets, kind_of
 from warmcore.simcore.distributions import sampler
+from warmcore.simcore.rng import block_sampler
 from warmcore.simcore.kernel.fastpath import clock, fast_timeout
 from warmcore.simcore.work import (
     CODE,
@@ -146,7 +147,16 @@ class RequestFactory:
             common.append(Footprint(CODE, "handler", code_lines, False))
         if shared_lines:
             common.append(Footprint(SHARED, "shared", shared_lines, True))
-        if data_lines:
+        read = work.data_read_kib
+        self.data_part = None
+        if data_lines and read is not None and read < work.data_kib:
+            # a random one of data_kib / data_read_kib parts per request, each an owner
+            # of its own: how warm it is depends on what ran since its last reader
+            parts = max(1, round(work.data_kib / read))
+            self.data_part = block_sampler(streams.generator("data-part"),
+                                           lambda g, n: g.integers(parts, size=n))
+            self.data_part_lines = read * 1024 / LINE
+        elif data_lines:
             # read-mostly data: one owner for all threads, never written (no
             # invalidations), data loads unlike code's fetches; the handler reads it
             common.append(Footprint(SHARED, "read-mostly", data_lines, False))
@@ -161,6 +171,7 @@ class RequestFactory:
         self.next_id = 0
         self.program = self._program_plan(work.program, streams) if work.program else None
         self.pure = not (self.produce_ins or self.task_lines or self.common or self.conn_lines
+                         or self.data_part
                          or self.contended_ops or self.backend
                          or self.invocation != "BLOCKING" or self.program)
 
@@ -220,6 +231,10 @@ class RequestFactory:
         if rest is None:
             rest = self.conn_rest[conn] = self._conn_parts(conn)
         parse_rest, consume_rest = rest
+        if self.data_part is not None:
+            part = Footprint(SHARED, ("read-mostly", self.data_part()),
+                             self.data_part_lines, False)
+            consume_rest = (*consume_rest, part)
         if self.produce_ins:
             req.produce = Segment(self.produce_ins, task + parse_rest, label="produce")
             task = (_new_tuple(Footprint, (TASK, rid, lines, False)),) if lines else ()

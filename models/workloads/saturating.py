@@ -42,12 +42,24 @@ class SaturatingCfg(ServiceShape):
         "request, half writing it and half reading and parsing its response, plus the "
         "loopback write and read; a server faster than its client then finds no request, "
         "parks and is woken (the Jetty 8 run's client used one CPU: issue 28)"))
+    client_host: Literal["server", "remote"] = Field(default="server", description=(
+        "where the client of `client_us` runs: 'server', this machine (above); "
+        "'remote', another machine: its turnaround of `client_us` a request paces the "
+        "connection, but its CPU is not this machine's, and the requests arrive by the "
+        "NIC (a load generator on its own box, as most benchmark setups have it)"))
 
     @model_validator(mode="after")
     def _client_not_with_batches(self):
         if self.client_us is not None and self.batches:
-            raise ConfigError("client_us", "a co-located client is for pipelined "
+            raise ConfigError("client_us", "a client with a turnaround is for pipelined "
                                            "connections; batches wait for their own answers")
+        return self
+
+    @model_validator(mode="after")
+    def _remote_client_needs_its_turnaround(self):
+        if self.client_host == "remote" and self.client_us is None:
+            raise ConfigError("client_host", "a remote client needs client_us, its "
+                                             "turnaround per request")
         return self
 
 
@@ -140,6 +152,61 @@ class PipelinedClient(Workload):
                 k.wake(client, thread)
 
 
+class RemoteClient(Workload):
+    """A load generator on another machine: per connection one client thread that
+    keeps up to ``depth`` requests in flight, spending ``client_us`` of its own
+    machine's time per request (half writing it, half reading its response), in the
+    order ``PipelinedClient`` follows: read every response that has arrived, else
+    write while the window has room, else wait for a response. Its CPU, cache and
+    clock are not this machine's: the requests arrive through the NIC (DMA into DRAM,
+    or the LLC with DDIO) and the server's writes leave through it. A server faster
+    than its client is busy server / client of the time and finds no request in
+    between, as with a co-located client, but no core of this package is kept busy
+    by the client (its governor does not see it)."""
+
+    def __init__(self, ctx):
+        wl = ctx.cfg.workload
+        super().__init__(ctx, wl.connections)
+        self.depth = wl.depth
+        self.half_s = wl.client_us * 0.5e-6
+        self.answers = [deque() for _ in self.connections]
+        self.waiting: list = [None] * len(self.connections)
+
+    def start(self) -> None:
+        for conn in self.connections:
+            self.env.process(self._client(conn))
+
+    def _client(self, conn: Connection):
+        env, recorder = self.env, self.ctx.recorder
+        answers = self.answers[conn.id]
+        in_flight = 0
+        while True:
+            if answers:
+                req = answers.popleft()
+                yield env.timeout(self.half_s)
+                in_flight -= 1
+                recorder.complete(req)
+            elif in_flight < self.depth:
+                req = self.factory.make(env.now, conn.id)
+                yield env.timeout(self.half_s)
+                in_flight += 1
+                self.deliver(req, conn)
+            else:
+                self.waiting[conn.id] = env.event()
+                yield self.waiting[conn.id]
+
+    def finished(self, req: Request, thread) -> None:
+        """The server wrote ``req``'s response: it reaches the client's socket."""
+        if self.write_s:
+            thread.charge_io(self.write_s)
+        self.release(req)
+        self.answers[req.conn].append(req)
+        waiting = self.waiting[req.conn]
+        if waiting is not None:
+            self.waiting[req.conn] = None
+            waiting.succeed()
+
+
 class Batches(Workload):
     """Saturating connections that send requests in batches and wait for a whole
     batch's responses before the next (jetty-util ``EWYKBenchmark.testStrategy``:
@@ -181,7 +248,7 @@ def saturating(ctx) -> Workload:
     if wl.batches:
         return Batches(ctx)
     if wl.client_us is not None:
-        return PipelinedClient(ctx)
+        return RemoteClient(ctx) if wl.client_host == "remote" else PipelinedClient(ctx)
     return ClosedLoop(ctx, clients=wl.connections * wl.depth, think=None, per_conn=wl.depth)
 
 

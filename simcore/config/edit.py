@@ -70,14 +70,16 @@ def edit_scenario(base: Scenario | Mapping, changes: Changes | None = None, *,
     return validate(data)
 
 
-def load(name_or_path: str, sets: Sequence[str] = (), **run_overrides) -> Scenario:
-    """Built-in name or TOML path, then --set overrides, then run overrides
+def load(name_or_path: str | Scenario, sets: Sequence[str] = (), **run_overrides) -> Scenario:
+    """Built-in name, TOML path or a Scenario, then --set overrides, then run overrides
     (strategy, seed, requests, duration_s, or any other field of ``run``), validated."""
     pairs = [(".".join(keys), value) for keys, value in map(parse_set, sets)]
     flags = {k: run_overrides.pop(k, None) for k in ("strategy", "seed", "requests",
                                                      "duration_s")}
     pairs += [(f"run.{k}", v) for k, v in run_overrides.items() if v is not None]
-    return edit_scenario(read_scenario_dict(name_or_path), pairs, **flags)
+    source = (name_or_path if isinstance(name_or_path, Scenario)
+              else read_scenario_dict(name_or_path))
+    return edit_scenario(source, pairs, **flags)
 
 
 def changed_owners(base: Scenario, changes: Changes) -> list[str]:

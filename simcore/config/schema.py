@@ -280,6 +280,11 @@ class WorkCfg(Strict):
         'written (the JVM\'s class metadata and constant pools, a server\'s header '
         'tables and configuration): data loads that a working set beyond L2 makes LLC '
         'hits (docs/model.md "A reused working set beyond L2"); 0: none'))
+    data_read_kib: Kib | None = Field(default=None, description=(
+        'of data_kib, the part one request reads: one of data_kib / data_read_kib '
+        'equal parts, chosen at random per request (a request reads a few of the '
+        'many objects a server keeps, not all of them); None: every request reads '
+        'all of data_kib'))
     shared_kib: Kib = Field(default=0.0, description='shared structures every request touches')
     conn_kib: Kib = Field(default=0.0,
                              description='per-connection state (parser, buffers) every request')
@@ -320,6 +325,13 @@ class WorkCfg(Strict):
             if self.backend_us:
                 raise ConfigError("backend_us", "with a program, write the blocking call as "
                                                 "a call_us step")
+        return self
+
+    @model_validator(mode="after")
+    def _data_read_within_data(self):
+        if self.data_read_kib is not None and not 0 < self.data_read_kib <= self.data_kib:
+            raise ConfigError("data_read_kib", f"the part of data_kib ({self.data_kib:g}) "
+                                               "a request reads: above 0 and at most it")
         return self
 
 
