@@ -97,6 +97,7 @@ class Strict(BaseModel):
 Seed = Annotated[int, Field(ge=0, lt=2**63)]
 MAX_SEEDS = 64
 MAX_DRAWS = 1000          # predict --draws: each draw is one simulation
+H_MAX = 0.2               # widest finite-difference step, in the unit box (see jac)
 MAX_FIT = 64              # fitted parameters (a spec's and a PARAMS.toml's alike)
 MAX_MEASUREMENTS = 64     # each one a simulation per seed and evaluation
 MAX_WALL_S = 86_400       # run.max_wall, as a sweep's
@@ -440,13 +441,29 @@ class Calibrator:
         def fun(u):
             return resid(self._simulate_many([np.asarray(u)])[0])
 
+        def step(uj, size):
+            """Forward in the unit box if it has room, else backward."""
+            return min(size, 1 - uj) if uj + size <= 1 else -size
+
         def jac(u):
             u = np.asarray(u)
-            steps = [min(h, 1 - u[j]) if u[j] + h <= 1 else -h for j in range(p)]
-            pts = [u + np.eye(p)[j] * steps[j] for j in range(p)]
-            base, *cols = self._simulate_many([u, *pts])
-            return np.column_stack([(resid(c) - resid(base)) / s
-                                    for c, s in zip(cols, steps, strict=True)])
+            steps = [step(u[j], h) for j in range(p)]
+            base, *cols = self._simulate_many([u, *(u + np.eye(p)[j] * steps[j]
+                                                    for j in range(p))])
+            r0 = resid(base)
+            J = np.column_stack([(resid(c) - r0) / s for c, s in zip(cols, steps, strict=True)])
+            # A parameter whose figures move in whole steps (a governor's threshold
+            # picks whole P-states) can be flat over one step: widen its step (to
+            # H_MAX at most) until the figures move, a secant over the steps it spans.
+            size = h
+            while size < H_MAX and not np.all(np.any(J, axis=0)):
+                size *= 2
+                flat = [j for j in range(p) if not np.any(J[:, j])]
+                wide = {j: step(u[j], size) for j in flat}
+                got = self._simulate_many([u + np.eye(p)[j] * wide[j] for j in flat])
+                for j, c in zip(flat, got, strict=True):
+                    J[:, j] = (resid(c) - r0) / wide[j]
+            return J
 
         budget = spec.run.max_evaluations - self.evaluations
         sol = least_squares(fun, starts[best], jac=jac, bounds=(0.0, 1.0), method="trf",
