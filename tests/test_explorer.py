@@ -639,6 +639,7 @@ VALUES = {
     "strategy.params.workers": 4,                 # fewer than the requests in flight
     "workload.batches": "[4, 2, 1]",              # EWYKBenchmark-style batch sizes
     "strategy.params.ring_size": 4096,            # a power of two
+    "work.data_read_kib": 16.0,                   # within data_kib (PREPARE: 64)
     "machine.overrides.extra.turbo_bins_ghz": "[3.9, 3.7]",  # within 3.4 and turbo 3.9
 }
 LISTS = ("list", "int+list")
@@ -654,6 +655,10 @@ PREPARE |= {k: KERNEL_THREADS for k in ("strategy.params.kernel_start_us",
 # the turnaround matters with one request in flight per (serial) connection
 PREPARE["workload.client_turnaround_us"] = {"workload.serial": True,
                                             "workload.pipelined": False}
+# a remote client is one with a turnaround (client_us)
+PREPARE["workload.client_host"] = {"workload.client_us": 37.7}
+# the part of the read-mostly data a request reads needs read-mostly data
+PREPARE["work.data_read_kib"] = {"work.data_kib": 64.0}
 # a client closes its connection on a timeout only if it has one (hello's clients hold
 # one request in flight): 20 us against hello's 7 us handler, so some do time out
 PREPARE["workload.timeout_closes"] = {"workload.timeout_us": 20.0}
