@@ -265,6 +265,45 @@ def test_a_spinner_sees_a_store_on_the_transfer_or_when_its_sched_yield_returns(
     assert at["seen"] > arrive + 1e-9
 
 
+@pytest.mark.parametrize("in_cache_model", [True, False])
+def test_a_spinner_reads_the_line_its_spin_loaded_without_a_second_miss(in_cache_model):
+    """W stores to a sequence's line (a segment writing it) while S spins on it from
+    another core; S then reads the line in a segment of no instructions (what
+    BatchEventProcessor does with the sequence waitFor returned). The spin's load
+    brought the written line into S's core, 22 ns after the store (c2c_llc_ns): the
+    read is an L1 hit and costs nothing. A spin line the cache model does not know
+    (no footprint: a flag only spun on) leaves the read to find the line modified on
+    W's core: one transfer, 22 ns over the machine's memory-level parallelism
+    (min(mlp, fill_buffers) misses in flight)."""
+    from warmcore.models.presets import get_preset
+    from warmcore.simcore.work import SHARED, Footprint, Segment
+
+    env, m, k = machine(coherence=True)
+    fp = (Footprint(SHARED, "seq", 1, False),)
+    line = k.spin_line("seq", fp if in_cache_model else None)
+    at = {}
+
+    def spinner(t):
+        yield t.spin(line)
+        at["seen"] = env.now
+        yield t.run(Segment(0.0, fp))
+        at["read"] = env.now - at["seen"]
+
+    def writer(t):
+        yield t.run(Segment(4.42e9 * 0.25 * US, (Footprint(SHARED, "seq", 1, True),)))
+        at["store"] = env.now
+        line.written(t)
+
+    p = k.process("p")
+    k.spawn(p, "s", spinner)
+    k.spawn(p, "w", writer)
+    env.run()
+    assert at["seen"] == pytest.approx(at["store"] + 22e-9, abs=1e-12)
+    pre = get_preset("i7-3770")
+    miss = 22e-9 / min(pre.mlp, pre.extra.fill_buffers)
+    assert at["read"] == pytest.approx(0.0 if in_cache_model else miss, abs=1e-15)
+
+
 # -- a topology fixes its threads: a conflicting count is refused, not replaced -------
 
 @pytest.mark.parametrize("args, field, reason", [
