@@ -71,7 +71,6 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from warmcore.models.workloads.base import LINE
 from warmcore.simcore.config import ConfigError
 from warmcore.simcore.work import SHARED, TASK, Footprint, Segment
 from warmcore.strategies.base import StrategyParams, Strategy, register
@@ -160,6 +159,11 @@ def seq_key(index: int) -> str:
     return f"disruptor-seq-{index}"
 
 
+def entry_key(slot: int) -> tuple:
+    """The cache-model owner of ring slot ``slot``'s preallocated entry."""
+    return ("disruptor-entry", slot)
+
+
 def read_of(key) -> tuple:
     """A read of the one shared line ``key``: what a spinner on it loads
     (simcore.kernel.spin: the read that follows the spin hits that line)."""
@@ -173,7 +177,7 @@ def in_entry(seg: Segment, slot: int, writes: bool) -> Segment:
     read it), so they are warm lines a producer and its consumers pass between them,
     not new memory per event. The producer's segment ``writes`` the entry, a
     handler's reads it (the LMAX perf tests' handlers only read their events)."""
-    key = ("disruptor-entry", slot)
+    key = entry_key(slot)
     fps = tuple(Footprint(SHARED, key, f.lines, writes) if f.kind == TASK else f
                 for f in seg.footprint)
     return Segment(seg.instructions, fps, seg.contended_ops, seg.contended_line,
@@ -312,7 +316,7 @@ class Disruptor(Strategy):
         self.lock_queue: deque[Consumer] = deque()
         self.handing_over = False          # a woken consumer has yet to unlock
         self.cursor_line = self.kernel.spin_line(CURSOR, read_of(CURSOR))
-        self._prefill_entries(ctx.cfg.work.task_kib * 1024 / LINE)
+        self.prefilled = False             # the entries' lines put in the LLC (first event)
         self.stats = {"producer_waits": 0, "published": 0, "max_outstanding": 0,
                       "signals": 0}
         ips = ctx.machine.nominal_ips
@@ -351,16 +355,16 @@ class Disruptor(Strategy):
 
     def _prefill_entries(self, lines: float) -> None:
         """The ring's entries exist before the first event: RingBuffer's constructor
-        allocates every one (``fill(eventFactory)``), so their lines are in the LLC
-        (socket 0's, as a NIC's DMA is taken to be, models.hardware dma_write), not in
-        DRAM, when the producer first writes them; they are what a wrapped ring finds
-        too. As many as the LLC holds; nothing without caches."""
+        allocates every one (``fill(eventFactory)``), so their lines are in the LLC, not
+        in DRAM, when the producer first writes them, as a wrapped ring finds them (the
+        LLC of socket 0: the model does not know which socket built the ring; LMAX's
+        machines had one). As many as the LLC holds; nothing without caches."""
         h = getattr(self.ctx.machine, "hierarchy", None)
         if h is None or not lines or not h.llc:
             return
         llc = h.llc[0]
         for slot in range(min(self.size, int(llc.lines // lines))):
-            llc.access(h.owner_id(SHARED, ("disruptor-entry", slot)), lines)
+            llc.access(h.owner_id(SHARED, entry_key(slot)), lines)
 
     def _seg(self, us: float, lines, ops: int, line, label: str) -> Segment | None:
         if us <= 0 and not ops:
@@ -432,13 +436,15 @@ class Disruptor(Strategy):
             if self.publish_seg is not None:
                 yield t.run(self.publish_seg)
 
-    @staticmethod
-    def _into_entry(req, slot: int) -> float:
+    def _into_entry(self, req, slot: int) -> float:
         """Put ``req``'s own data in ring slot ``slot``'s entry (``in_entry``): its produce
         segment writes the entry, its consume segment reads it. Returns the entry's lines
         (0: the request has no data of its own, or a program consumes it)."""
         lines = task_lines(req.consume)
         if lines:
+            if not self.prefilled:
+                self.prefilled = True
+                self._prefill_entries(lines)
             req.consume = in_entry(req.consume, slot, False)
         if task_lines(req.produce):
             req.produce = in_entry(req.produce, slot, True)
@@ -449,7 +455,7 @@ class Disruptor(Strategy):
         """The event translator of a request without a produce segment: LMAX's
         ``ringBuffer.get(sequence).setValue(v)`` (TRANSLATE_INSTRUCTIONS), writing the
         slot's entry (``lines`` of it)."""
-        fp = ((Footprint(SHARED, ("disruptor-entry", slot), lines, True),) if lines else ())
+        fp = ((Footprint(SHARED, entry_key(slot), lines, True),) if lines else ())
         return Segment(TRANSLATE_INSTRUCTIONS, fp, label="translate")
 
     def _batch_seg(self, fps: tuple, events: int, gates: int) -> Segment:
