@@ -22,11 +22,18 @@ Model (sources: LMAX-Exchange/disruptor, com.lmax.disruptor.*):
   sequence once per batch. The handlers are *sharded* (unicast): event s is
   handled by consumer s % consumers, the others skip it (the ordinal/sharding
   pattern of the LMAX docs), so every request is handled exactly once and
-  every consumer still gates the producer. A batch costs ``batch_us`` (the
-  barrier's read of the cursor, a line the producer writes, and the store of
-  the consumer's sequence, a line the producer reads) plus each own event's
-  consume segment: the per-event cost falls as batches grow. ``max_batch``
-  caps a batch (Disruptor 4 batchLimit; default unlimited).
+  every consumer still gates the producer. A batch costs BatchEventProcessor's
+  own instructions, counted on LMAX's source (BATCH_INSTRUCTIONS, GATE_INSTRUCTIONS
+  a gating sequence, EVENT_INSTRUCTIONS an event; ``batch_us`` replaces the
+  per-batch part), over the lines it touches (the cursor, a line the producer
+  writes, the gating sequences, and the store of its own sequence), plus each own
+  event's consume segment: the per-event cost falls as batches grow.
+  ``max_batch`` caps a batch (Disruptor 4 batchLimit; default unlimited).
+* Entries: the ring's entries are preallocated (RingBuffer.fill), so a request's
+  own data (work.task_kib) lives in its slot's entry: the producer's translator
+  (its produce segment, or TRANSLATE_INSTRUCTIONS) writes it, the handlers read
+  it, and the line passes from core to core rather than coming from memory; the
+  entries start in the LLC, as the constructor left them.
 * Wait strategies (``wait``), what a consumer does when nothing is available:
   - "blocking" (BlockingWaitStrategy, the default): lock + condition; the
     consumer parks, and the producer takes the lock and signalAll()s on every
@@ -65,13 +72,44 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from warmcore.simcore.config import ConfigError
-from warmcore.simcore.work import SHARED, Footprint, Segment
+from warmcore.simcore.work import SHARED, TASK, Footprint, Segment
 from warmcore.strategies.base import StrategyParams, Strategy, register
 
 CURSOR = "disruptor-cursor"
 LOCK = "disruptor-lock"
 SPIN_TRIES = 100          # YieldingWaitStrategy.SPIN_TRIES
 SLEEP_RETRIES = 200       # SleepingWaitStrategy.DEFAULT_RETRIES (100 spins, 100 yields)
+
+# Instructions of BatchEventProcessor.run's loop, counted on the source the LMAX paper
+# measured (LMAX-Exchange/disruptor, 2011-10-02, commit 1bbbeea7: BatchEventProcessor,
+# ProcessingSequenceBarrier.waitFor, WaitStrategy.BusySpinStrategy, RingBuffer.get,
+# Util.getMinimumSequence) as HotSpot's C2 compiles them: monomorphic interface calls
+# inlined behind a class guard (load the receiver's klass, compare, branch), array
+# accesses with a bounds check (load length, compare, branch), a volatile load a plain
+# load on x86, Sequence.set a lazySet, a plain store (no fence). docs/strategies.md
+# "The cost of a batch, counted" lists them; the machine turns them into cycles at its
+# IPC and clock (models.hardware execute), the lines they touch into cache and
+# coherence costs.
+#   per batch: sequenceBarrier.waitFor (field load, guard 3; checkAlert's volatile load
+#   of `alerted`, test, branch 3; waitStrategy/cursor/dependents field loads and a
+#   guard 6; dependents.length, test, branch 3; the exit turn of the cursor loop: load
+#   the PaddedAtomicLong, its value, compare, branch 4; return 1) 20, the inner loop's
+#   first test 2, sequence.set(nextSequence - 1) (field, value ref, subtract, store) 4,
+#   the outer loop's jump 1
+BATCH_INSTRUCTIONS = 27
+#   per gating sequence read by getMinimumSequence: the element's load with the loop's
+#   index and bound 3, the Sequence's value ref and value 2, compare and cmov 2, branch 1
+GATE_INSTRUCTIONS = 8
+#   per event: ringBuffer.get(nextSequence) (ringBuffer, entries, mask fields 3, l2i
+#   and `and` 2, bounds check 3, the element 1) 9, the checkcast to the event type 3,
+#   eventHandler.onEvent's call (field, guard 3, the endOfBatch compare and setcc 2) 6,
+#   nextSequence++ 1, the loop's compare and branch 2 (the handler's own body is the
+#   request's consume segment)
+EVENT_INSTRUCTIONS = 21
+#   the producer's translator with no produce segment, `ringBuffer.get(sequence)
+#   .setValue(v)` (ThrottledOnePublisherToThreeProcessorPipelineLatencyTest): get 9,
+#   checkcast 3, the store of the value 1
+TRANSLATE_INSTRUCTIONS = 13
 
 
 # The LMAX paper's topologies (LMAX-Exchange/disruptor src/docs/asciidoc/en/disruptor.adoc,
@@ -116,6 +154,43 @@ def check_sources(ctx, producers: int, topology: str) -> None:
             f"{producers - n} of them idle: give at least {producers}"))
 
 
+def seq_key(index: int) -> str:
+    """The cache-model owner of consumer ``index``'s sequence line."""
+    return f"disruptor-seq-{index}"
+
+
+def entry_key(slot: int) -> tuple:
+    """The cache-model owner of ring slot ``slot``'s preallocated entry."""
+    return ("disruptor-entry", slot)
+
+
+def read_of(key) -> tuple:
+    """A read of the one shared line ``key``: what a spinner on it loads
+    (simcore.kernel.spin: the read that follows the spin hits that line)."""
+    return (Footprint(SHARED, key, 1, False),)
+
+
+def in_entry(seg: Segment, slot: int, writes: bool) -> Segment:
+    """``seg`` with the request's own lines (TASK) in ring slot ``slot``'s entry instead:
+    the ring's entries are preallocated and reused every ``ring_size`` events
+    (RingBuffer.fill at construction; the translator overwrites an entry, the handlers
+    read it), so they are warm lines a producer and its consumers pass between them,
+    not new memory per event. The producer's segment ``writes`` the entry, a
+    handler's reads it (the LMAX perf tests' handlers only read their events)."""
+    key = entry_key(slot)
+    fps = tuple(Footprint(SHARED, key, f.lines, writes) if f.kind == TASK else f
+                for f in seg.footprint)
+    return Segment(seg.instructions, fps, seg.contended_ops, seg.contended_line,
+                   seg.block_s, seg.label)
+
+
+def task_lines(seg) -> float:
+    """Lines of the request's own data a segment touches (0 for a program)."""
+    if seg is None or seg.program:
+        return 0.0
+    return sum(f.lines for f in seg.footprint if f.kind == TASK)
+
+
 class Params(StrategyParams):
     ring_size: int = Field(default=1024, ge=1, le=1 << 22,
                            description="RingBuffer bufferSize, a power of two; capped at "
@@ -137,8 +212,10 @@ class Params(StrategyParams):
         "(the LMAX latency test's publisher busy-waits on System.nanoTime() between "
         "events: ThrottledOnePublisherToThreeProcessorPipelineLatencyTest)"))
     max_batch: int | None = Field(default=None, gt=0)
-    batch_us: float = Field(default=0.05, ge=0,
-                            description='per batch: cursor read + sequence store')
+    batch_us: float | None = Field(default=None, ge=0, description=(
+        "per batch, us of work replacing the loop's own instructions (BATCH_INSTRUCTIONS "
+        "and GATE_INSTRUCTIONS per gating sequence, counted on LMAX's source; None: "
+        "those); the cursor, gating and own sequence lines are touched either way"))
     publish_us: float = Field(default=0.01, ge=0, description='cursor / availableBuffer store')
     claim_us: float = Field(default=0.02, ge=0, description='multi-producer CAS on the cursor')
     signal_us: float = Field(default=0.05, ge=0, description='blocking: lock, signalAll, unlock')
@@ -238,7 +315,8 @@ class Disruptor(Strategy):
         # wakes the queue's head (ReentrantLock.unlock -> AQS.release -> unparkSuccessor)
         self.lock_queue: deque[Consumer] = deque()
         self.handing_over = False          # a woken consumer has yet to unlock
-        self.cursor_line = self.kernel.spin_line(CURSOR)
+        self.cursor_line = self.kernel.spin_line(CURSOR, read_of(CURSOR))
+        self.prefilled = False             # the entries' lines put in the LLC (first event)
         self.stats = {"producer_waits": 0, "published": 0, "max_outstanding": 0,
                       "signals": 0}
         ips = ctx.machine.nominal_ips
@@ -257,7 +335,7 @@ class Disruptor(Strategy):
                 for d in c.deps:
                     d.terminal = False
             for c in self.consumers:
-                c.line = self.kernel.spin_line(f"disruptor-seq-{c.index}")
+                c.line = self.kernel.spin_line(seq_key(c.index), read_of(seq_key(c.index)))
             # handlers still to run on each slot's event (the terminal ones)
             self.left = [0] * p.ring_size
             self.n_terminal = sum(c.terminal for c in self.consumers)
@@ -274,6 +352,19 @@ class Disruptor(Strategy):
             c.thread = self.kernel.spawn(ctx.server, f"disruptor-consumer-{c.index}",
                                          lambda t, c=c, body=body: body(t, c), cpus=pin)
             c.thread.data = c
+
+    def _prefill_entries(self, lines: float) -> None:
+        """The ring's entries exist before the first event: RingBuffer's constructor
+        allocates every one (``fill(eventFactory)``), so their lines are in the LLC, not
+        in DRAM, when the producer first writes them, as a wrapped ring finds them (the
+        LLC of socket 0: the model does not know which socket built the ring; LMAX's
+        machines had one). As many as the LLC holds; nothing without caches."""
+        h = getattr(self.ctx.machine, "hierarchy", None)
+        if h is None or not lines or not h.llc:
+            return
+        llc = h.llc[0]
+        for slot in range(min(self.size, int(llc.lines // lines))):
+            llc.access(h.owner_id(SHARED, entry_key(slot)), lines)
 
     def _seg(self, us: float, lines, ops: int, line, label: str) -> Segment | None:
         if us <= 0 and not ops:
@@ -336,11 +427,46 @@ class Disruptor(Strategy):
                 self.left[slot] = self.n_terminal
             pr.current = None
             self.read(t)                              # the producer reads the request
+            lines = self._into_entry(req, slot)
             if req.produce is not None:
                 yield t.run(req.produce, req)         # the event translator fills the slot
+            else:
+                yield t.run(self._translator(slot, lines))
             self._publish(seq, t)
             if self.publish_seg is not None:
                 yield t.run(self.publish_seg)
+
+    def _into_entry(self, req, slot: int) -> float:
+        """Put ``req``'s own data in ring slot ``slot``'s entry (``in_entry``): its produce
+        segment writes the entry, its consume segment reads it. Returns the entry's lines
+        (0: the request has no data of its own, or a program consumes it)."""
+        lines = task_lines(req.consume)
+        if lines:
+            if not self.prefilled:
+                self.prefilled = True
+                self._prefill_entries(lines)
+            req.consume = in_entry(req.consume, slot, False)
+        if task_lines(req.produce):
+            req.produce = in_entry(req.produce, slot, True)
+        return lines
+
+    @staticmethod
+    def _translator(slot: int, lines: float) -> Segment:
+        """The event translator of a request without a produce segment: LMAX's
+        ``ringBuffer.get(sequence).setValue(v)`` (TRANSLATE_INSTRUCTIONS), writing the
+        slot's entry (``lines`` of it)."""
+        fp = ((Footprint(SHARED, entry_key(slot), lines, True),) if lines else ())
+        return Segment(TRANSLATE_INSTRUCTIONS, fp, label="translate")
+
+    def _batch_seg(self, fps: tuple, events: int, gates: int) -> Segment:
+        """BatchEventProcessor.run's own work for a batch of ``events`` events behind
+        ``gates`` gating sequences (BATCH_, GATE_ and EVENT_INSTRUCTIONS, or ``batch_us``
+        per batch), touching the lines ``fps`` (the cursor and the gating sequences read,
+        its own sequence stored)."""
+        p = self.p
+        per_batch = (p.batch_us * 1e-6 * self.ips if p.batch_us is not None
+                     else BATCH_INSTRUCTIONS + gates * GATE_INSTRUCTIONS)
+        return Segment(per_batch + events * EVENT_INSTRUCTIONS, fps, label="batch")
 
     def _publish(self, seq: int, t) -> None:
         self.stats["published"] += 1
@@ -388,19 +514,15 @@ class Disruptor(Strategy):
         mask = self.mask
         ring = self.ring
         max_batch = p.max_batch
-        line = f"disruptor-seq-{c.index}"
         # A batch reads the cursor (written by the producer) and stores the own sequence.
-        batch_seg = Segment(p.batch_us * 1e-6 * self.ips,
-                            (Footprint(SHARED, CURSOR, 1, False), Footprint(SHARED, line, 1, True)),
-                            label="batch") if p.batch_us else None
+        fps = (Footprint(SHARED, CURSOR, 1, False), Footprint(SHARED, seq_key(c.index), 1, True))
         nxt = c.seq + 1
         while True:
             if self.cursor < nxt:
                 yield from self._wait_for(t, nxt)
                 continue
             end = self._take_batch(c, nxt, self.cursor, max_batch)
-            if batch_seg is not None:
-                yield t.run(batch_seg)
+            yield t.run(self._batch_seg(fps, end - nxt + 1, 0))
             for s in range(nxt, end + 1):
                 if s % n_cons != mine:
                     continue
@@ -432,11 +554,10 @@ class Disruptor(Strategy):
         left = self.left
         max_batch = p.max_batch
         # A batch reads the cursor and the gating sequences and stores the own one.
-        reads = [Footprint(SHARED, f"disruptor-seq-{d.index}", 1, False) for d in c.deps]
+        reads = [Footprint(SHARED, seq_key(d.index), 1, False) for d in c.deps]
         fps = (Footprint(SHARED, CURSOR, 1, False), *reads,
-               Footprint(SHARED, f"disruptor-seq-{c.index}", 1, True))
-        batch_seg = (Segment(p.batch_us * 1e-6 * self.ips, fps, label="batch")
-                     if p.batch_us else None)
+               Footprint(SHARED, seq_key(c.index), 1, True))
+        gates = len(c.deps)
         nxt = c.seq + 1
         while True:
             if self.cursor < nxt:
@@ -448,8 +569,7 @@ class Disruptor(Strategy):
                 continue
             ready = min([self.cursor] + [d.seq for d in c.deps])
             end = self._take_batch(c, nxt, ready, max_batch)
-            if batch_seg is not None:
-                yield t.run(batch_seg)
+            yield t.run(self._batch_seg(fps, end - nxt + 1, gates))
             for s in range(nxt, end + 1):
                 slot = s & mask
                 req = ring[slot]

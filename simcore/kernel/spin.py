@@ -30,6 +30,15 @@ instructions per cycle (the loop's: a load, a compare, a branch and, with PAUSE,
 a pause of ~10 cycles before Skylake). Nothing in this module runs for a thread
 that does not spin, so other runs are unchanged.
 
+A line may name the lines it is in the cache model (``footprint``, the owners a
+segment reading it would touch). When a write reaches a spinner, the spinner's
+load has brought that version of the line into its core's caches: the model's
+caches are told so (``Hierarchy.touch``, free: the spin waited for the
+transfer), and a segment of the spinner's that then reads the line hits in L1
+instead of paying the coherence miss a second time (the line the spin loaded is
+the line it reads: one transfer per write, MESI). A line without ``footprint``
+is not in the cache model (a flag only the spin reads), as before.
+
 ``Spinning`` is a part of ``Kernel`` (simcore.kernel.core).
 """
 
@@ -46,11 +55,12 @@ from warmcore.simcore.kernel.records import RUNNABLE
 class SpinLine:
     """A cache line that threads spin on (a sequence, a cursor, a flag)."""
 
-    __slots__ = ("kernel", "name", "spinners")
+    __slots__ = ("footprint", "kernel", "name", "spinners")
 
-    def __init__(self, kernel, name: str):
+    def __init__(self, kernel, name: str, footprint: tuple | None = None):
         self.kernel = kernel
         self.name = name
+        self.footprint = footprint    # its owners in the cache model (reads), or None
         self.spinners: list = []
 
     def written(self, by) -> None:
@@ -115,9 +125,10 @@ def spin(self, line: SpinLine, ipc: float = 0.25, yielding: bool = False,
 class Spinning:
     """Spin waits (a part of Kernel)."""
 
-    def spin_line(self, name: str) -> SpinLine:
-        """A line threads can spin on (``Thread.spin``) and others write."""
-        return SpinLine(self, name)
+    def spin_line(self, name: str, footprint: tuple | None = None) -> SpinLine:
+        """A line threads can spin on (``Thread.spin``) and others write; with
+        ``footprint`` (Footprints, reads), what it is in the cache model."""
+        return SpinLine(self, name, footprint)
 
     def _line_written(self, line: SpinLine, by) -> None:
         env = self.env
@@ -136,18 +147,32 @@ class Spinning:
                 at = st.t0 + math.ceil((at - st.t0) / st.turn) * st.turn
             st.pending = True
             env.timeout(at - now).callbacks.append(
-                lambda _e, t=t, st=st: self._spin_seen(t, st))
+                lambda _e, t=t, st=st: self._spin_seen(t, st, loaded=True))
 
-    def _spin_seen(self, t, st: SpinState) -> None:
-        """The written line reached the spinner (its load returns the new value), or a
-        bounded spin's time is up."""
+    def _spin_seen(self, t, st: SpinState, loaded: bool = False) -> None:
+        """The written line reached the spinner (its load returns the new value:
+        ``loaded``), or a bounded spin's time is up."""
         if t.spin_st is not st:
             return                        # taken off its CPU before the line came
+        if loaded and st.line.footprint is not None:
+            self._spinner_loaded(t, st.line.footprint)
         self._spin_credit(t, st)
         t.spin_st = None
         if t in st.line.spinners:
             st.line.spinners.remove(t)
         st.ev.succeed()
+
+    def _spinner_loaded(self, t, footprint: tuple) -> None:
+        """The spinner's load brought the written line into its core: the cache model
+        records the read there (the directory's line becomes shared, the spinner's
+        L1 holds this version), at no charge, since the spin already waited the
+        transfer (machine.line_transfer_s). Nothing without caches and coherence."""
+        m = self.machine
+        h = getattr(m, "hierarchy", None)
+        if h is None or not h.coherence:
+            return
+        cpu = t.cpu.id
+        h.touch(m.cpu_core[cpu], m.cpu_llc[cpu], footprint, t.tid)
 
     def _spin_timeout(self, t, st: SpinState) -> None:
         """A bounded spin's time is up, unless a write is on its way: the loop's reads
