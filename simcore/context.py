@@ -25,6 +25,11 @@ class SimContext:
         self.server = kernel.process("server", self.server_cpus)
         self.strategy = None
         self.workload = None
+        # The server JVM's young generation (models/jvm_heap.JvmHeap, ``[jvm]``) or None:
+        # strategies that model a JVM's own objects call heap.allocate(key, bytes,
+        # frames, waker), heap.free(key), heap.in_young(key) and, at their threads'
+        # safepoint polls, ``yield from heap.safepoint(thread)``.
+        self.heap = None
         self.done = None     # done(req, thread): the server handled req (build() sets it)
         self.reject = None   # reject(req): the server refused req, its queue full (build())
 

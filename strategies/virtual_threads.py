@@ -57,11 +57,21 @@ JEP 444):
   ``max_kernel_threads`` live at once (beyond it, arrivals wait for one to
   exit, as a server at its thread limit would).
 
+* The JVM heap (``ctx.heap``, when the scenario's ``[jvm]`` is on: models/jvm_heap.py):
+  a virtual thread allocates its objects at its start (VTHREAD_BYTES), a stack chunk
+  at a freeze whose tail chunk is missing or no longer young (finalize_freeze's
+  ``requires_barriers`` test) and an AQS node per park on a semaphore, all live
+  until it ends (the node until it is dequeued); a pool's queued task is live
+  until a worker takes it. Carriers and pool workers poll the safepoint before
+  taking work. The young collections copy what is live (docs/model.md "A JVM's
+  young collections").
+
 Simplified: the poller's CPU, ForkJoinPool's compensation threads for pinned
 Object.wait, and non-fair Semaphore barging are not modelled; start and
-mount/unmount costs are charged on the carrier that mounts the thread; the
-garbage collector's copying of the parked threads' live stack chunks and of the
-AQS nodes is not charged (docs/model.md "Known departures").
+mount/unmount costs are charged on the carrier that mounts the thread; a thaw of
+a promoted chunk (thaw_slow) costs what thaw_fast does, and G1's card marking and
+refinement of the old Continuations' stores of new chunks are not charged
+(docs/model.md "Known departures").
 """
 
 from __future__ import annotations
@@ -92,6 +102,31 @@ THAW_WHOLE_WORDS = 500.0
 # stack is too big to thaw whole: from doYield back to the task's body (the 14
 # frames of Params.stack_frames' count less the entry's three and the task's run).
 RETURN_FRAMES = 10
+
+# Heap objects, for the JVM heap model (ctx.heap, ``[jvm]``): bytes with compressed
+# references (4 bytes) and class pointers (a 12-byte header), 8-byte aligned.
+# An AQS node (JDK 21 AbstractQueuedSynchronizer.Node: prev, next, waiter, status):
+# 12 + 4 x 4 = 28 -> 32 bytes; a park on a semaphore allocates one (acquire's ``new
+# SharedNode()``).
+AQS_NODE_BYTES = 32.0
+# A virtual thread's objects from its start to its end: the VirtualThread (Thread's
+# fields, about 24 of them, and VirtualThread's own: scheduler, cont, runContinuation,
+# state, parkPermit, carrierThread, termination), Thread's interruptLock Object, its
+# Continuation (scope, target, parent, child, tail and flags), the runContinuation
+# Runnable and the task's own lambda: ~152 + 16 + 48 + 16 + 16 bytes, an estimate
+# from the JDK 21 classes' fields (not measured with JOL).
+VTHREAD_BYTES = 248.0
+# A stack chunk (jdk.internal.vm.StackChunk, allocated by freeze's allocate_chunk):
+# its header and fields (parent, size, sp, bottom, and HotSpot's injected pc, flags,
+# argsize, maxThawingSize, cont: ~56 bytes), the frames, frame::metadata_words (2
+# words on x86-64) and the oop bitmap reserved with it
+# (InstanceStackChunkKlass::instance_size: 2 bits a word with compressed oops).
+CHUNK_HEADER_BYTES = 56.0
+CHUNK_METADATA_BYTES = 16.0
+CHUNK_BITMAP_PER_BYTE = 2.0 / 64.0       # 2 bits per 8-byte word
+# A task queued on ThreadPoolExecutor(LinkedBlockingQueue): its LinkedBlockingQueue.Node
+# (item, next: 12 + 8 -> 24 bytes) and the task lambda (16 bytes).
+QUEUED_TASK_BYTES = 40.0
 
 
 class Params(StrategyParams):
@@ -151,6 +186,9 @@ class ContinuationCosts:
         self.thaw_ins = p.thaw_ins + copy
         self.op_ins = p.queue_op_ins
         self.ctl = self._cas(("fjp", "ctl"), "fjp-signal")     # signalWork's CAS on ctl
+        chunk_stack = p.stack_frames * p.frame_bytes + CHUNK_METADATA_BYTES
+        self.chunk_bytes = CHUNK_HEADER_BYTES + chunk_stack * (1 + CHUNK_BITMAP_PER_BYTE)
+        self.chunk_frames = p.stack_frames
         self.polls: dict = {}
 
     def _cas(self, line, label, *more):
@@ -232,6 +270,10 @@ class VirtualThreads(Strategy):
         self.start_seg = Segment(p.start_us * 1e-6 * ips, label="vthread-start") \
             if p.start_us else None
         self.cont = ContinuationCosts(p, self.ctx.machine)
+        self.heap = self.ctx.heap
+        self.task_bytes = self.ctx.cfg.work.task_kib * 1024.0    # what a task allocates
+        prog = self.ctx.cfg.work.program or ()
+        self.acquires = sum(1 for st in prog if st.acquire is not None)
         if p.kernel_threads:
             self.waiters: deque = deque()     # kernel threads parked on the semaphore
             self.backlog: deque = deque()     # arrivals waiting for a thread slot
@@ -275,6 +317,8 @@ class VirtualThreads(Strategy):
         self.stats["started"] += 1
         if self.p.kernel_threads:
             if self.p.pool:
+                if self.heap is not None:          # ThreadPoolExecutor.execute queues it
+                    self.heap.allocate(("task", req.id), QUEUED_TASK_BYTES)
                 self.backlog.append(req)
                 if self.pool_idle:
                     self.kernel.wake(self.pool_idle.popleft())
@@ -283,6 +327,8 @@ class VirtualThreads(Strategy):
             else:
                 self.backlog.append(req)
             return
+        if self.heap is not None:                  # Thread.startVirtualThread
+            self.heap.allocate(("vthread", req.id), VTHREAD_BYTES)
         self._push(self.submission, VThread(req), None)
 
     # -- the carrier pool (ForkJoinPool, asyncMode) -------------------------------------------
@@ -324,7 +370,10 @@ class VirtualThreads(Strategy):
 
     def _carrier(self, t, c: Carrier):
         cont = self.cont
+        heap = self.heap
         while True:
+            if heap is not None:
+                yield from heap.safepoint(t)
             vt, qi, woke = self._find(c, t)
             if vt is None:
                 c.idle = True
@@ -347,6 +396,7 @@ class VirtualThreads(Strategy):
             yield from self._program(t, c, vt)
             return
         if step == START:
+            self._allocate_task(t)
             if self.start_seg is not None:
                 yield t.run(self.start_seg)
             self.read(t)                         # the virtual thread reads its request
@@ -359,7 +409,7 @@ class VirtualThreads(Strategy):
             blk = req.consume.block_s
             if not blk or (self.p.pinned and self.free is None):
                 yield from self._guarded(t.run(req.consume, req), blk)
-                self.ctx.done(req, t)
+                self._finish(req, t)
                 return
             yield t.run(compute_part(req.consume), req)
             req.consumed_by = t.tid
@@ -368,7 +418,7 @@ class VirtualThreads(Strategy):
                     self.stats["permit_waits"] += 1
                     vt.step = CALL
                     self.sem_waiters.append(vt)
-                    yield t.run(self.cont.freeze(vt, "permits"))
+                    yield self._freeze(t, vt, "permits")
                     return
                 self.free -= 1
         elif step == CALL:
@@ -376,7 +426,7 @@ class VirtualThreads(Strategy):
         else:   # AFTER: the blocking call has completed
             yield t.run(self.cont.thaw(vt))
             self._release(c, t)
-            self.ctx.done(req, t)
+            self._finish(req, t)
             return
         # the blocking call, with a permit if there are permits
         blk = req.consume.block_s
@@ -384,9 +434,9 @@ class VirtualThreads(Strategy):
         if self.p.pinned:
             yield from self._guarded(t.block(blk), blk)
             self._release(c, t)
-            self.ctx.done(req, t)
+            self._finish(req, t)
             return
-        yield t.run(self.cont.freeze(vt))
+        yield self._freeze(t, vt)
         vt.step = AFTER
         self._enter_call()
         self.blocked[req.id] = req
@@ -409,7 +459,7 @@ class VirtualThreads(Strategy):
                 if self.p.pinned:              # blocks the carrier itself
                     yield from self._guarded(t.block(arg), arg)
                     continue
-                yield t.run(self.cont.freeze(vt))
+                yield self._freeze(t, vt)
                 self._enter_call()
                 self.blocked[req.id] = req
                 self.env.timeout(arg).callbacks.append(lambda _e, vt=vt: self._io_done(vt))
@@ -428,7 +478,7 @@ class VirtualThreads(Strategy):
                     self.stats["permit_waits"] += 1   # Semaphore.acquire parks the vthread
                 # parks: a new AQS node when it joins the queue (a nonfair waiter that
                 # lost its retry parks again on the node it has, at the head)
-                yield t.run(self.cont.freeze(vt, None if retried else arg))
+                yield self._freeze(t, vt, None if retried else arg)
                 return
             else:
                 sem = self.vsem[arg]
@@ -438,9 +488,52 @@ class VirtualThreads(Strategy):
                 if w is not None:
                     if not sem.fair:
                         w.pc -= 1                  # back to its acquire step, to retry
+                    self._node_dequeued(w)
                     yield t.run(self.cont.signal_next(w, arg))
                     if self._push(c.queue, w, t):
                         yield t.run(self.cont.ctl)
+        self._finish(req, t)
+
+    # -- the JVM heap (ctx.heap, when [jvm] is on) -------------------------------------
+
+    def _freeze(self, t, vt: VThread, parks_on=None):
+        """Unmount ``vt`` (``ContinuationCosts.freeze``). On the heap: a new stack chunk
+        unless its tail chunk is a young one (finalize_freeze: "ALLOCATE NEW CHUNK" when
+        the chunk is missing or ``chunk->requires_barriers()``, which G1 answers true for
+        a chunk outside the young regions, i.e. promoted), and a new AQS node when it
+        parks on a semaphore."""
+        heap = self.heap
+        if heap is not None:
+            rid = vt.req.id
+            if not heap.in_young(("vstack", rid)):
+                heap.allocate(("vstack", rid), self.cont.chunk_bytes, self.cont.chunk_frames, t)
+            if parks_on is not None:
+                heap.allocate(("aqs", rid), AQS_NODE_BYTES, 0, t)
+        return t.run(self.cont.freeze(vt, parks_on))
+
+    def _node_dequeued(self, vt: VThread) -> None:
+        """A release handed ``vt`` the permit: its AQS node leaves the queue."""
+        if self.heap is not None:
+            self.heap.free(("aqs", vt.req.id))
+
+    def _allocate_task(self, t) -> None:
+        """What a task allocates and drops as it runs: ``work.task_kib`` and, on
+        platform threads, the AQS nodes of its acquisitions if they park (an upper
+        bound; short-lived either way)."""
+        heap = self.heap
+        if heap is not None:
+            extra = self.acquires * AQS_NODE_BYTES if self.p.kernel_threads else 0.0
+            if self.task_bytes + extra:
+                heap.allocate(None, self.task_bytes + extra, 0, t)
+
+    def _finish(self, req, t) -> None:
+        """``req`` is done: its thread's heap objects become garbage."""
+        heap = self.heap
+        if heap is not None:
+            rid = req.id
+            heap.free(("vthread", rid))
+            heap.free(("vstack", rid))
+            heap.free(("aqs", rid))
         self.ctx.done(req, t)
 
     def _guarded(self, ev, blk):
@@ -468,7 +561,9 @@ class VirtualThreads(Strategy):
         if self.free is None:
             return
         if self.sem_waiters:                 # hand the permit to the first waiter
-            self._push(c.queue, self.sem_waiters.popleft(), t)
+            w = self.sem_waiters.popleft()
+            self._node_dequeued(w)
+            self._push(c.queue, w, t)
         else:
             self.free += 1
 
@@ -485,7 +580,10 @@ class VirtualThreads(Strategy):
 
     def _pool_worker(self, t):
         q = self.backlog
+        heap = self.heap
         while True:
+            if heap is not None:
+                yield from heap.safepoint(t)
             if self.pool_lock is not None:
                 yield t.run(self.pool_lock)      # take: the queue's lock
             if not q:
@@ -494,18 +592,20 @@ class VirtualThreads(Strategy):
                 yield t.park()
                 continue
             req = q.popleft()
+            if heap is not None:
+                heap.free(("task", req.id))      # the queue's node and the task, taken
             if q and self.pool_idle:             # pass the signal on (c > 1)
                 self.kernel.wake(self.pool_idle.popleft(), t)
             t.data = req
             yield from self._platform_task(t, req)
             t.data = None
-            self.ctx.done(req, t)
+            self._finish(req, t)
 
     def _kernel_thread(self, t, req):
         t.charge_kernel(self.p.kernel_start_us * 1e-6)       # clone, stack, TLS
         yield from self._platform_task(t, req)
         t.data = None
-        self.ctx.done(req, t)
+        self._finish(req, t)
         self.n_threads -= 1
         self.stats["live_kernel_threads"] = self.n_threads
         if self.backlog:
@@ -513,6 +613,9 @@ class VirtualThreads(Strategy):
 
     def _platform_task(self, t, req):
         """A request on a platform thread: it blocks in the kernel."""
+        if self.heap is not None:
+            yield from self.heap.safepoint(t)
+            self._allocate_task(t)
         self.read(t)
         if req.produce is not None:
             yield t.run(req.produce, req)

@@ -620,6 +620,8 @@ CONTROL_TYPES = ("int", "float", "bool", "choice", "list", "int+list")
 # Values picked by hand where the rule below would pick an invalid value or one equal
 # to the effective default (an unset switch of a non-ideal machine is on).
 VALUES = {
+    "jvm.young_mib": 0.5,                         # loom's 25.6 MiB never fills (4 MB)
+    "jvm.tenuring_threshold": 1,                  # 14: no object gets that old
     "workload.mmpp_off_fraction": 0.5,            # 0 is the default, at most below 1
     "machine.threads_per_core": 1,                # 2 is the preset's
     "machine.turbo": True,                        # unset: the preset's (off)
@@ -670,6 +672,12 @@ PREPARE["strategy.params.io_ratio"] = OFFLOAD
 # number is refused), the sharded one lets them be chosen
 SHARDED = {"strategy.params.topology": "sharded"}
 PREPARE |= {k: SHARDED for k in ("strategy.params.producers", "strategy.params.consumers")}
+# the JVM heap's controls act on the objects virtual-threads allocates (the only strategy
+# that does: loom's), with a young generation its 2,000 tasks' 4 MB fill: 0.5 MiB
+JVM_PATHS = ("jvm.young_mib", "jvm.survivor_ratio", "jvm.tenuring_threshold",
+             "jvm.gc_threads", "jvm.object_ins", "jvm.chunk_frame_ins")
+BASE_FOR |= {k: "loom" for k in JVM_PATHS}
+PREPARE |= {k: {"jvm.young_mib": 0.5} for k in JVM_PATHS if k != "jvm.young_mib"}
 # choices drawn as a selectbox whose key is a dotted path (set_controls)
 DOTTED_CHOICES = {"strategy.params.topology"}
 # bool fields that may be left unset, drawn as a selectbox

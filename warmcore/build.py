@@ -204,6 +204,9 @@ def build(cfg: Scenario, seed: int) -> SimContext:
     if recorder.measuring:
         ctx.snapshot.update(_snapshot(kernel, env))
     machine.bind(env, streams)
+    if cfg.jvm.young_mib is not None:      # a JVM that allocates: its young generation
+        from warmcore.models.jvm_heap import JvmHeap
+        ctx.heap = JvmHeap(ctx, cfg.jvm)
     ctx.strategy = get_strategy(cfg.strategy.name)(ctx, dict(cfg.strategy.params))
     ctx.workload = build_workload(ctx)
     ctx.done = ctx.workload.finished

@@ -76,6 +76,7 @@ from warmcore.simcore.config.schema import (
     MAX_US,
     MIN_US,
     Effects,
+    JvmCfg,
     KeepAlive,
     KernelCfg,
     MachineCfg,
@@ -95,7 +96,8 @@ from warmcore.simcore.config.schema import (
 )
 
 __all__ = [
-    "BUILTIN_DIR", "ConfigError", "FILE", "Effects", "FLOAT_FLOOR", "KeepAlive", "KernelCfg",
+    "BUILTIN_DIR", "ConfigError", "FILE", "Effects", "FLOAT_FLOOR", "JvmCfg", "KeepAlive",
+    "KernelCfg",
     "MAX_COUNT", "MAX_FILE_BYTES", "MAX_HORIZON_S", "MAX_IN_FLIGHT", "MAX_KIB", "MAX_LIST",
     "MAX_OPS", "MAX_PROGRAM_STEPS", "MAX_RATE", "MAX_REPLICATIONS", "MAX_REQUESTS",
     "MAX_TOML_NESTING", "MAX_TRACE_ARRIVALS", "MAX_TRACE_BYTES", "MAX_TRACE_EVENTS", "MAX_US",

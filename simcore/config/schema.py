@@ -384,6 +384,34 @@ class KernelCfg(Strict):
         "segment boundary. Off by default: docs/engine.md, departures"))
 
 
+class JvmCfg(Strict):
+    """The server's JVM heap (models/jvm_heap.py): a young generation collected by
+    stop-the-world copying when its eden fills. Off (``young_mib`` unset) for every
+    workload that is not a JVM that allocates."""
+
+    young_mib: Annotated[float, Field(gt=0, le=MAX_KIB)] | None = Field(default=None, description=(
+        "young generation (eden and survivors), MiB; unset: no heap model. G1 starts it at "
+        "G1NewSizePercent = 5% of the initial heap, itself 1/64 of physical memory (Java "
+        "SE GC tuning guide, 'Ergonomics' and 'Garbage-First Garbage Collector Tuning')"))
+    survivor_ratio: Annotated[int, Field(gt=1, le=1000)] = Field(default=8, description=(
+        "young / survivor space: SurvivorRatio = 8 (G1: at most young / SurvivorRatio "
+        "of survivor regions)"))
+    tenuring_threshold: Annotated[int, Field(ge=0, le=15)] = Field(default=15, description=(
+        "collections an object survives in the survivor space before promotion "
+        "(MaxTenuringThreshold = 15)"))
+    gc_threads: Count | None = Field(default=None, description=(
+        "stop-the-world GC threads; default one per server CPU (ParallelGCThreads for up "
+        "to 8 CPUs)"))
+    object_ins: Annotated[float, Field(ge=0, le=1e6)] = Field(default=100.0, description=(
+        "instructions to evacuate one object besides copying its words: its region's "
+        "attribute, the PLAB bump, the forwarding CAS, the age table, scanning its "
+        "references (G1ParScanThreadState::do_copy_to_survivor_space): an estimate from "
+        "the code path, not measured"))
+    chunk_frame_ins: Annotated[float, Field(ge=0, le=1e6)] = Field(default=100.0, description=(
+        "instructions per frame of a stack chunk the collection scans (its oop map found "
+        "and applied: InstanceStackChunkKlass::oop_oop_iterate_stack): an estimate"))
+
+
 # The workload kinds whose clients hear a refusal (models/workloads: Workload.rejected
 # and gave_up): the open loops and the closed one.
 REFUSABLE_KINDS = ("open", "connections", "closed")
@@ -411,6 +439,7 @@ class Scenario(Strict):
     strategy: StrategyCfg = StrategyCfg()
     resources: dict[str, ResourceCfg] = {}
     kernel: KernelCfg = KernelCfg()
+    jvm: JvmCfg = JvmCfg()
     run: RunCfg
 
     @model_validator(mode="after")
