@@ -43,7 +43,7 @@ cdef class HardwareMachine:
                    lines=double, d0=double, d1=double, sock=Py_ssize_t, b=Py_ssize_t,
                    pa="double[::1]", bus=FluidBus, dram_s=double, overlap=double,
                    hit_s=double, demand=double, streamed=double, ahead_s=double,
-                   core_s=double)
+                   core_s=double, walked=double, trigger=double)
     cpdef tuple execute(self, Py_ssize_t cpu, seg, thread_key, double now)
 
     @cython.locals(cyc0=double, rcyc=double, dram_s=double, coher_s=double, stall=double,

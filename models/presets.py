@@ -463,11 +463,14 @@ I5_2400 = Preset(
     ctx_switch_us=2.0, futex_wake_us=1.2, wake_latency_idle_us=40.0, wake_latency_busy_us=4.0,
     static_w_per_core=3.0, package_static_w=10.0, dyn_w_per_core_max=16.0,
     v_min=0.85, v_max=1.2, tdp_w=95.0,
+    # the L2 streamer as the i7-3770's: Intel optimization manual, Sandy Bridge "Data
+    # Prefetching" (this very microarchitecture): up to 20 lines ahead of the load
+    # request, 10 L1D fill buffers (models.hardware "Streams")
     # turbo 3.4 GHz with one active core, 3.3 with two or three, 3.2 with four (GameStar,
     # "Intel Core i5 2400", 2011: "Ist nur ein Kern aktiv ... 3,4 GHz, bei Belastung von
     # zwei oder drei Kernen auf 3,3 GHz. Wenn alle vier Kerne arbeiten ... 3,2 GHz")
-    extra=PresetExtra(turbo_bins_ghz=(3.4, 3.3, 3.3, 3.2), cpufreq_policy="cpu",
-                      **_CLIENT_RAPL),
+    extra=PresetExtra(stream_ahead_lines=20.0, turbo_bins_ghz=(3.4, 3.3, 3.3, 3.2),
+                      cpufreq_policy="cpu", **_CLIENT_RAPL),
 )
 
 I9_7960X = Preset(
