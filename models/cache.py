@@ -354,8 +354,9 @@ class Hierarchy:
     ``touch(core, llc_domain, footprint, thread_key)`` walks the footprints and
     leaves the segment's totals in ``l2_hits``, ``llc_hits``, ``dram_lines``,
     ``c2c_ns``, ``data_lines``, ``l1_misses``, ``llc_loads`` and ``llc_misses``,
-    and in ``walk_dram_lines`` the DRAM lines of its TASK footprints (the sequential
-    walks the L2 streamer follows, models.hardware "Streams")
+    and in ``walk_dram_lines`` the DRAM lines of its sequential walks (TASK
+    footprints, and THREAD ones with their own key: what the L2 streamer
+    follows, models.hardware "Streams")
     (fields, not a tuple: compiled, the caller reads them as C doubles);
     ``c2c_lines`` counts the lines moved core to core so far.
 
@@ -383,8 +384,8 @@ class Hierarchy:
         self.c2c_lines = 0.0
         self.l2_hits = self.llc_hits = self.dram_lines = self.c2c_ns = 0.0
         self.data_lines = self.l1_misses = self.llc_loads = self.llc_misses = 0.0
-        # DRAM lines of the last touch's sequential walks (TASK footprints): what the
-        # L2 streamer can follow (models.hardware "Streams")
+        # DRAM lines of the last touch's sequential walks: what the L2 streamer can
+        # follow (models.hardware "Streams")
         self.walk_dram_lines = 0.0
         self._ids = {}       # (kind, key) -> negative id, for keys that are not ids
         self._names = []     # -id - 1 -> (kind, key)
@@ -429,6 +430,12 @@ class Hierarchy:
             kind, key, lines, writes = f
             if lines <= 0.0:
                 continue
+            # a walk the L2 streamer can follow (models.hardware "Streams"): a
+            # request's bytes or a message (TASK), or an object a thread owns and
+            # touches whole, front to back (THREAD with its own key: a virtual
+            # thread's stack chunk, copied by freeze and thaw); not the running
+            # thread's own stack, re-touched in place (THREAD, key None)
+            walk = kind == TASK or (kind == THREAD and key is not None)
             if key is None and kind == THREAD:
                 key = thread_key
             okey = self.owner_id(kind, key)
@@ -468,7 +475,7 @@ class Hierarchy:
                 llc_hits += m2 - m3
             l2_hits += m1 - m2
             dram += m3
-            if kind == TASK:
+            if walk:
                 walked += m3
             if not is_code:
                 touched += lines

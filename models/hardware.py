@@ -52,15 +52,18 @@ ascending and descending sequences of addresses", prefetches only within the
 4 KiB page and "can run up to 20 lines ahead of the load request"). It follows
 what is walked in address order, and the model knows which footprints those are
 from their owner kind (simcore.work): a TASK footprint is a request's bytes or a
-message, a buffer read or written front to back (a parse, a copy). A THREAD
-footprint (a stack re-touched in place, frames pushed and popped around the
-same lines, and a thread's scattered private objects) and SHARED ones (queue
+message, a buffer read or written front to back (a parse, a copy); a THREAD
+footprint with its own key is an object a thread owns and touches whole (a
+virtual thread's stack chunk, which freeze and thaw copy front to back). The
+running thread's own state (THREAD, key None: a stack re-touched in place,
+frames pushed and popped around the same lines, and the thread's scattered
+private objects) and SHARED footprints (queue
 heads, counters, connection state, a read-mostly working set of objects reached
 by pointers) give no run of misses in one direction within a page: their DRAM
 lines stay demand misses at the mlp. CODE is left out too (an assumption: the
 manual says code fetches are monitored, but a handler's hot code is a path of
 calls and branches across functions, and it rarely comes from DRAM). Of a
-segment's DRAM lines of TASK footprints (``Hierarchy.walk_dram_lines``),
+segment's DRAM lines of walks (``Hierarchy.walk_dram_lines``),
 ``stream_trigger_lines`` per 4 KiB page are demand misses (the stream is
 detected after them; it does not cross the page), the rest come
 ``stream_ahead_lines`` at a time, in the background of the core's work: they

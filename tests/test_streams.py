@@ -168,3 +168,12 @@ def test_the_i5_2400_streams_as_its_sandy_bridge_manual_says():
     assert cost[0] == pytest.approx(STREAMED * 65e-9 / 20, rel=1e-9)
     assert cost[0] == pytest.approx(206.34e-6, abs=0.01e-6)
     assert LINES * 64 / cost[0] / 1e9 == pytest.approx(20.33, abs=0.01)
+
+
+def test_a_thread_s_object_touched_whole_is_a_walk():
+    """A THREAD footprint with its own key (a virtual thread's stack chunk, which
+    freeze and thaw copy front to back) streams like a task's bytes: 4 MiB behind
+    300 us of compute stalls for its 2,048 trigger lines only, 300 + 72.56 us."""
+    cost = machine().execute(0, cold(THREAD, ("vstack", 7)), 1, 0.0)
+    assert cost[8] == pytest.approx(DEMAND_S, rel=1e-9)
+    assert cost[0] == pytest.approx(300 * US + DEMAND_S, rel=1e-9)
