@@ -500,8 +500,11 @@ I9_7960X = Preset(
     static_w_per_core=1.5, package_static_w=25.0, dyn_w_per_core_max=16.0,
     v_min=0.75, v_max=1.2, tdp_w=165.0,
     # a desktop part: the client RAPL defaults; its bins by active cores not found in a
-    # reachable source (ARK gives 4.2 GHz Turbo 2.0 and 4.4 GHz Turbo Max 3.0 only):
-    # turbo_ghz whatever the count
+    # reachable source (ARK gives 4.2 GHz Turbo 2.0 and 4.4 GHz Turbo Max 3.0 only;
+    # where else was searched: docs/model.md "Turbo held to the package's limits"):
+    # turbo_ghz whatever the count; no L2 streamer modeled (the manual's Skylake
+    # sections not reachable here to confirm its reach: docs/model.md "A core's
+    # demand reaches the memory bus")
     extra=PresetExtra(**_CLIENT_RAPL),
 )
 
@@ -624,7 +627,8 @@ XEON_SP = Preset(
     static_w_per_core=1.2, package_static_w=30.0, dyn_w_per_core_max=10.5,
     v_min=0.7, v_max=1.15, tdp_w=150.0,
     # RAPL holds 20 busy cores near 150 W (issue 35: 264 W at 3.7 GHz without it); the
-    # bins by active cores (Xeon Scalable specification update) not found here
+    # bins by active cores (Xeon Scalable specification update) not found here, nor the
+    # Skylake streamer's reach (docs/model.md: where each was searched)
     extra=PresetExtra(**_SERVER_RAPL, **_XEON_DDIO),
 )
 
@@ -712,7 +716,9 @@ SERVER_2015 = Preset(
     ctx_switch_us=1.8, futex_wake_us=1.2, wake_latency_idle_us=30.0, wake_latency_busy_us=4.0,
     static_w_per_core=1.5, package_static_w=20.0, dyn_w_per_core_max=11.0,
     v_min=0.75, v_max=1.1, tdp_w=120.0,
-    extra=PresetExtra(**_SERVER_RAPL, **_XEON_DDIO),   # bins by active cores not found here
+    # the bins by active cores (Xeon E5 v3 specification update) not found here, nor the
+    # Haswell streamer's reach (docs/model.md: where each was searched)
+    extra=PresetExtra(**_SERVER_RAPL, **_XEON_DDIO),
 )
 
 PRESETS: dict[str, Preset] = {

@@ -139,9 +139,9 @@ def test_hello_event_loop_is_cheaper_reaches_more_and_gets_cheaper_with_load():
     backend call, at a set rate; models/syscalls.py's kernel work): the
     event loop spends less CPU per request and reaches a higher peak rate (each
     strategy's saturating rate: the throughput of an offered load far above both
-    capacities, 600k/s against ~330k/s and ~210k/s, wrk-style connections with one
-    request in flight each); as the load rises from 60k to 250k requests/s (from 28%
-    of the pool's peak to past it, and to 76% of the loop's: the pool saturates
+    capacities, 600k/s against ~340k/s and ~220k/s, wrk-style connections with one
+    request in flight each); as the load rises from 60k to 250k requests/s (from 27%
+    of the pool's peak to past it, and to 73% of the loop's: the pool saturates
     first, as Tomcat did in the study) the loop's migrations per request fall, its
     IPC rises and its CPU per request falls (fewer wake-ups and epoll_wait calls per
     request as its batches grow), while the pool's maximum latency grows by a factor
@@ -203,7 +203,7 @@ def test_virtual_threads_use_more_cpu_than_a_bounded_pool_as_every_task_queues()
     """Phenomenon 7 (Jetty's Loom report) on `loom` (3000 tasks, each two selects and an
     insert behind a 100-permit semaphore): one virtual thread per task uses
     substantially more CPU per task than a pool of 200 platform threads for the same
-    work (more than 1.15x; the model gives 1.20x with freeze, thaw, the carrier pool's
+    work (more than 1.15x; the model gives 1.19x with freeze, thaw, the carrier pool's
     queues and the semaphore's AQS queue charged as work, where the report's graph
     shows "almost twice": docs/model.md "Known departures"), because every task queues
     and dequeues on the semaphore several times (nearly all of its 3 acquisitions
