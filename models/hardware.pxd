@@ -26,7 +26,7 @@ cdef class HardwareMachine:
     cdef bint _fgmt
     cdef double[::1] _share
     cdef list _capacity
-    cdef bint _dvfs, _smt, _kernel_smt, _caches, _coh, _has_l2, _membus_on, _contention
+    cdef bint _dvfs, _smt, _kernel_smt, _caches, _coh, _has_l2, _membus_on, _contention, _walks_only
     cdef list _speed, _busy, _core_busy
     cdef list _ghz_now, _due_at
     cdef object _mark

@@ -287,6 +287,7 @@ class HardwareMachine:
         # the L2 streamer (module docstring "Streams"); 0: none modeled
         self._stream_ahead = extra.stream_ahead_lines
         self._stream_trigger = extra.stream_trigger_lines
+        self._walks_only = extra.stream_walks_only
         self._inv_page_lines = p.line_bytes / 4096.0
         self._dram_ns = p.dram_ns
         self._lpi = extra.loads_per_instruction
@@ -389,7 +390,7 @@ class HardwareMachine:
             if c2c_ns:
                 coher_s = c2c_ns * 1e-9 * inv_mlp
                 self.c2c_ns += c2c_ns
-            walked = h.walk_dram_lines
+            walked = h.walk_dram_lines if self._walks_only else dram
             if self._stream_ahead > 0.0 and walked > 0.0:
                 # the L2 streamer (module docstring "Streams") follows the sequential
                 # walks only: of their lines the first of each page are demand misses

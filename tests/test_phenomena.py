@@ -203,7 +203,7 @@ def test_virtual_threads_use_more_cpu_than_a_bounded_pool_as_every_task_queues()
     """Phenomenon 7 (Jetty's Loom report) on `loom` (3000 tasks, each two selects and an
     insert behind a 100-permit semaphore): one virtual thread per task uses
     substantially more CPU per task than a pool of 200 platform threads for the same
-    work (more than 1.15x; the model gives 1.19x with freeze, thaw, the carrier pool's
+    work (more than 1.15x; the model gives 1.20x with freeze, thaw, the carrier pool's
     queues and the semaphore's AQS queue charged as work, where the report's graph
     shows "almost twice": docs/model.md "Known departures"), because every task queues
     and dequeues on the semaphore several times (nearly all of its 3 acquisitions
