@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 from array import array
 
-from warmcore.simcore.work import CODE, OWNER_KINDS, THREAD
+from warmcore.simcore.work import CODE, OWNER_KINDS, TASK, THREAD
 
 # Spacing of the warmth table in lam = K/S (foreign lines per set).
 LAMBDA_STEP = 1.0 / 128.0
@@ -353,7 +353,10 @@ class Hierarchy:
 
     ``touch(core, llc_domain, footprint, thread_key)`` walks the footprints and
     leaves the segment's totals in ``l2_hits``, ``llc_hits``, ``dram_lines``,
-    ``c2c_ns``, ``data_lines``, ``l1_misses``, ``llc_loads`` and ``llc_misses``
+    ``c2c_ns``, ``data_lines``, ``l1_misses``, ``llc_loads`` and ``llc_misses``,
+    and in ``walk_dram_lines`` the DRAM lines of its sequential walks (TASK
+    footprints, and THREAD ones with their own key: what the L2 streamer
+    follows, models.hardware "Streams")
     (fields, not a tuple: compiled, the caller reads them as C doubles);
     ``c2c_lines`` counts the lines moved core to core so far.
 
@@ -367,7 +370,7 @@ class Hierarchy:
 
     __slots__ = ("l1d", "l1i", "l2", "llc", "has_l2", "coherence", "directory", "topology",
                  "c2c_lines", "_ids", "_names", "l2_hits", "llc_hits", "dram_lines", "c2c_ns",
-                 "data_lines", "l1_misses", "llc_loads", "llc_misses")
+                 "data_lines", "l1_misses", "llc_loads", "llc_misses", "walk_dram_lines")
 
     def __init__(self, l1d, l1i, l2, llc, has_l2, coherence, directory, topology):
         self.l1d = list(l1d)
@@ -381,6 +384,9 @@ class Hierarchy:
         self.c2c_lines = 0.0
         self.l2_hits = self.llc_hits = self.dram_lines = self.c2c_ns = 0.0
         self.data_lines = self.l1_misses = self.llc_loads = self.llc_misses = 0.0
+        # DRAM lines of the last touch's sequential walks: what the L2 streamer can
+        # follow (models.hardware "Streams")
+        self.walk_dram_lines = 0.0
         self._ids = {}       # (kind, key) -> negative id, for keys that are not ids
         self._names = []     # -id - 1 -> (kind, key)
 
@@ -417,12 +423,19 @@ class Hierarchy:
         entries = directory.entries
         has_l2 = self.has_l2
         l2_hits = llc_hits = dram = c2c_ns = touched = l1m = llcl = llcm = 0.0
+        walked = 0.0
         for f in footprint:
             # simcore.work.Footprint is a named tuple: unpacked in one go, since
             # compiled code indexes a tuple subclass through its Python-level slot
             kind, key, lines, writes = f
             if lines <= 0.0:
                 continue
+            # a walk the L2 streamer can follow (models.hardware "Streams"): a
+            # request's bytes or a message (TASK), or an object a thread owns and
+            # touches whole, front to back (THREAD with its own key: a virtual
+            # thread's stack chunk, copied by freeze and thaw); not the running
+            # thread's own stack, re-touched in place (THREAD, key None)
+            walk = kind == TASK or (kind == THREAD and key is not None)
             if key is None and kind == THREAD:
                 key = thread_key
             okey = self.owner_id(kind, key)
@@ -462,6 +475,8 @@ class Hierarchy:
                 llc_hits += m2 - m3
             l2_hits += m1 - m2
             dram += m3
+            if walk:
+                walked += m3
             if not is_code:
                 touched += lines
                 l1m += m1
@@ -470,6 +485,7 @@ class Hierarchy:
         self.l2_hits = l2_hits
         self.llc_hits = llc_hits
         self.dram_lines = dram
+        self.walk_dram_lines = walked
         self.c2c_ns = c2c_ns
         self.data_lines = touched
         self.l1_misses = l1m

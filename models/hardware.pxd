@@ -26,7 +26,7 @@ cdef class HardwareMachine:
     cdef bint _fgmt
     cdef double[::1] _share
     cdef list _capacity
-    cdef bint _dvfs, _smt, _kernel_smt, _caches, _coh, _has_l2, _membus_on, _contention
+    cdef bint _dvfs, _smt, _kernel_smt, _caches, _coh, _has_l2, _membus_on, _contention, _walks_only
     cdef list _speed, _busy, _core_busy
     cdef list _ghz_now, _due_at
     cdef object _mark
@@ -43,7 +43,7 @@ cdef class HardwareMachine:
                    lines=double, d0=double, d1=double, sock=Py_ssize_t, b=Py_ssize_t,
                    pa="double[::1]", bus=FluidBus, dram_s=double, overlap=double,
                    hit_s=double, demand=double, streamed=double, ahead_s=double,
-                   core_s=double)
+                   core_s=double, walked=double, trigger=double)
     cpdef tuple execute(self, Py_ssize_t cpu, seg, thread_key, double now)
 
     @cython.locals(cyc0=double, rcyc=double, dram_s=double, coher_s=double, stall=double,

@@ -47,10 +47,25 @@ Streams (issue 35 item 1): a core's demand misses in flight are its workload's
 ``mlp``, at most the L1D's ``fill_buffers`` (Intel 64 and IA-32 Architectures
 Optimization Reference Manual, Sandy Bridge "L1 DCache": 10 fill buffers). With
 ``stream_ahead_lines`` > 0 the L2 streamer is modeled (the same manual, Sandy
-Bridge "Data Prefetching": it detects ascending or descending accesses within a
-4 KiB page and "can run up to 20 lines ahead of the load request"): of a
-segment's DRAM lines, ``stream_trigger_lines`` per 4 KiB page are demand misses
-(the stream is detected after them; it does not cross the page), the rest come
+Bridge "Data Prefetching": it "monitors read requests from the L1 cache for
+ascending and descending sequences of addresses", prefetches only within the
+4 KiB page and "can run up to 20 lines ahead of the load request"). It follows
+what is walked in address order, and the model knows which footprints those are
+from their owner kind (simcore.work): a TASK footprint is a request's bytes or a
+message, a buffer read or written front to back (a parse, a copy); a THREAD
+footprint with its own key is an object a thread owns and touches whole (a
+virtual thread's stack chunk, which freeze and thaw copy front to back). The
+running thread's own state (THREAD, key None: a stack re-touched in place,
+frames pushed and popped around the same lines, and the thread's scattered
+private objects) and SHARED footprints (queue
+heads, counters, connection state, a read-mostly working set of objects reached
+by pointers) give no run of misses in one direction within a page: their DRAM
+lines stay demand misses at the mlp. CODE is left out too (an assumption: the
+manual says code fetches are monitored, but a handler's hot code is a path of
+calls and branches across functions, and it rarely comes from DRAM). Of a
+segment's DRAM lines of walks (``Hierarchy.walk_dram_lines``),
+``stream_trigger_lines`` per 4 KiB page are demand misses (the stream is
+detected after them; it does not cross the page), the rest come
 ``stream_ahead_lines`` at a time, in the background of the core's work: they
 stall it only for the part of their time, streamed x dram_ns / ahead, beyond
 the segment's other time (compute, cache hits, demand misses, coherence). The
@@ -272,6 +287,7 @@ class HardwareMachine:
         # the L2 streamer (module docstring "Streams"); 0: none modeled
         self._stream_ahead = extra.stream_ahead_lines
         self._stream_trigger = extra.stream_trigger_lines
+        self._walks_only = extra.stream_walks_only
         self._inv_page_lines = p.line_bytes / 4096.0
         self._dram_ns = p.dram_ns
         self._lpi = extra.loads_per_instruction
@@ -374,14 +390,18 @@ class HardwareMachine:
             if c2c_ns:
                 coher_s = c2c_ns * 1e-9 * inv_mlp
                 self.c2c_ns += c2c_ns
-            if self._stream_ahead > 0.0 and dram > 0.0:
-                # the L2 streamer (module docstring "Streams"): the first lines of each
-                # page are demand misses, the rest arrive ahead of the core
+            walked = h.walk_dram_lines if self._walks_only else dram
+            if self._stream_ahead > 0.0 and walked > 0.0:
+                # the L2 streamer (module docstring "Streams") follows the sequential
+                # walks only: of their lines the first of each page are demand misses
+                # and the rest arrive ahead of the core; every other DRAM line (a
+                # stack, scattered objects) is a demand miss
                 hit_s = (l2_hits * self._l2_cyc + llc_hits * self._llc_cyc) * s_per_cyc * inv_mlp
-                demand = self._stream_trigger * math.ceil(dram * self._inv_page_lines)
-                if demand > dram:
-                    demand = dram
-                streamed = dram - demand
+                trigger = self._stream_trigger * math.ceil(walked * self._inv_page_lines)
+                if trigger > walked:
+                    trigger = walked
+                streamed = walked - trigger
+                demand = trigger + (dram - walked)
                 dram_s = demand * self._dram_ns * 1e-9 * inv_mlp
                 ahead_s = streamed * self._dram_ns * 1e-9 / self._stream_ahead
                 core_s = compute_s + hit_s + dram_s + coher_s

@@ -139,9 +139,9 @@ def test_hello_event_loop_is_cheaper_reaches_more_and_gets_cheaper_with_load():
     backend call, at a set rate; models/syscalls.py's kernel work): the
     event loop spends less CPU per request and reaches a higher peak rate (each
     strategy's saturating rate: the throughput of an offered load far above both
-    capacities, 600k/s against ~330k/s and ~210k/s, wrk-style connections with one
-    request in flight each); as the load rises from 60k to 250k requests/s (from 28%
-    of the pool's peak to past it, and to 76% of the loop's: the pool saturates
+    capacities, 600k/s against ~340k/s and ~220k/s, wrk-style connections with one
+    request in flight each); as the load rises from 60k to 250k requests/s (from 27%
+    of the pool's peak to past it, and to 73% of the loop's: the pool saturates
     first, as Tomcat did in the study) the loop's migrations per request fall, its
     IPC rises and its CPU per request falls (fewer wake-ups and epoll_wait calls per
     request as its batches grow), while the pool's maximum latency grows by a factor
