@@ -63,7 +63,30 @@ class SaturatingCfg(ServiceShape):
         return self
 
 
-class PipelinedClient(Workload):
+class ClientWindow(Workload):
+    """What a pipelining client on either machine keeps per connection: up to
+    ``depth`` requests in flight, the responses that have arrived (``answers``) and,
+    while its window is full and none has, what wakes it (``waiting``)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx, ctx.cfg.workload.connections)
+        self.depth = ctx.cfg.workload.depth
+        self.answers = [deque() for _ in self.connections]
+        self.waiting: list = [None] * len(self.connections)
+
+    def answer(self, req: Request, thread):
+        """The server wrote ``req``'s response (``thread`` pays the write): it joins its
+        connection's answers. Returns what waits for it (taken), or None."""
+        if self.write_s:
+            thread.charge_io(self.write_s)
+        self.release(req)
+        self.answers[req.conn].append(req)
+        waiting = self.waiting[req.conn]
+        self.waiting[req.conn] = None
+        return waiting
+
+
+class PipelinedClient(ClientWindow):
     """A load generator on the simulated machine: per connection one client thread
     (process ``producer``) that keeps up to ``depth`` requests in flight on a pipelined
     connection, paying ``client_us`` of CPU per request: half to write it (then its
@@ -82,8 +105,7 @@ class PipelinedClient(Workload):
 
     def __init__(self, ctx):
         wl = ctx.cfg.workload
-        super().__init__(ctx, wl.connections)
-        self.depth = wl.depth
+        super().__init__(ctx)
         ips = work_ips(ctx)
         work = ctx.cfg.work
         self.write_ins = wl.client_us * 0.5e-6 * ips
@@ -95,9 +117,7 @@ class PipelinedClient(Workload):
         self.client_read_s = cost("read", kib=work.response_kib) if self.sockets else 0.0
         self.proc = ctx.kernel.process(
             "producer", ctx.cpu_list(ctx.cfg.producer.cpus, "producer.cpus"))
-        self.answers = [deque() for _ in self.connections]
         self.in_flight = [0] * len(self.connections)
-        self.sleeping: list = [None] * len(self.connections)
 
     def start(self) -> None:
         for conn in self.connections:
@@ -126,7 +146,7 @@ class PipelinedClient(Workload):
                 else:
                     self.deliver(req, conn)
             else:
-                self.sleeping[conn.id] = t
+                self.waiting[conn.id] = t
                 yield t.park()
 
     def write_segment(self, req: Request) -> Segment:
@@ -138,13 +158,8 @@ class PipelinedClient(Workload):
 
     def finished(self, req: Request, thread) -> None:
         """The server wrote ``req``'s response: the client reads it next."""
-        if self.write_s:
-            thread.charge_io(self.write_s)
-        self.release(req)
-        self.answers[req.conn].append(req)
-        client = self.sleeping[req.conn]
+        client = self.answer(req, thread)
         if client is not None:
-            self.sleeping[req.conn] = None
             k = self.ctx.kernel
             if self.sockets:     # the socket's wake-up, paid in the write (write_s)
                 k.deliver_from(thread, lambda: k.wake(client))
@@ -152,7 +167,7 @@ class PipelinedClient(Workload):
                 k.wake(client, thread)
 
 
-class RemoteClient(Workload):
+class RemoteClient(ClientWindow):
     """A load generator on another machine: per connection one client thread that
     keeps up to ``depth`` requests in flight, spending ``client_us`` of its own
     machine's time per request (half writing it, half reading its response), in the
@@ -165,12 +180,8 @@ class RemoteClient(Workload):
     by the client (its governor does not see it)."""
 
     def __init__(self, ctx):
-        wl = ctx.cfg.workload
-        super().__init__(ctx, wl.connections)
-        self.depth = wl.depth
-        self.half_s = wl.client_us * 0.5e-6
-        self.answers = [deque() for _ in self.connections]
-        self.waiting: list = [None] * len(self.connections)
+        super().__init__(ctx)
+        self.half_s = ctx.cfg.workload.client_us * 0.5e-6
 
     def start(self) -> None:
         for conn in self.connections:
@@ -197,13 +208,8 @@ class RemoteClient(Workload):
 
     def finished(self, req: Request, thread) -> None:
         """The server wrote ``req``'s response: it reaches the client's socket."""
-        if self.write_s:
-            thread.charge_io(self.write_s)
-        self.release(req)
-        self.answers[req.conn].append(req)
-        waiting = self.waiting[req.conn]
+        waiting = self.answer(req, thread)
         if waiting is not None:
-            self.waiting[req.conn] = None
             waiting.succeed()
 
 
