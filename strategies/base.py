@@ -91,13 +91,16 @@ class Strategy:
         self._req_kib = ctx.cfg.work.request_kib
         self._read_s = [m.syscall_cost("read", kib=n * self._req_kib) if self.sockets else 0.0
                         for n in range(2)]
-        self.p = self.validate_params(params)
+        self.p = self.validate_params(params, ctx.cfg.strategy.shared_params)
 
     @classmethod
-    def validate_params(cls, params: dict):
+    def validate_params(cls, params: dict, shared: bool = False):
         """The strategy's tunables validated (its ``Params``), or a ConfigError naming
         the field where a scenario holds it (``strategy.params.NAME``), the reason and
-        the strategy."""
+        the strategy. ``shared``: the params are the scenario's setup
+        (``strategy.shared_params``), and this strategy takes only those it has."""
+        if shared:
+            params = {k: v for k, v in params.items() if k in cls.Params.model_fields}
         if "queue_capacity" in params and "queue_capacity" not in cls.Params.model_fields:
             raise ConfigError("strategy.params.queue_capacity",
                               f"strategy {cls.name} cannot bound its queue: "

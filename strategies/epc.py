@@ -58,6 +58,8 @@ class ExecuteProduceConsume:
             yield from self._produce_consume(t)
 
     def _low_on_threads(self) -> bool:
+        if self.server.p.thread_pool_executor:
+            return False        # not a Jetty ThreadPool: nothing to ask
         pool = self.server.pool
         return (pool.max_threads - pool.threads + len(pool.waiters) - len(pool.jobs)
                 <= LOW_THREADS_THRESHOLD)

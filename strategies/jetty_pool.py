@@ -89,6 +89,12 @@ class JettyParams(StrategyParams):
     queue_us: float = Field(default=0.1, ge=0, description='one queue offer/poll or hand-off')
     thread_start_us: float = Field(default=140.0, ge=0,
                                    description='kernel thread start (docs/design/STRATEGIES.md)')
+    thread_pool_executor: bool = Field(default=False, description=(
+        "True: the strategies execute on an Executor that is not a Jetty ThreadPool (the "
+        "2015 EWYK benchmark's TestServer wraps a java.util.concurrent ThreadPoolExecutor), "
+        "so ExecuteProduceConsume has no pool to ask isLowOnThreads() and never falls "
+        "back to produce-execute-consume (jetty-util 9.3 ExecuteProduceConsume: "
+        "_threadpool is null unless the executor is a ThreadPool)"))
     queue_capacity: int | None = Field(default=None, ge=0, description=(
         "jobs the QueuedThreadPool's queue holds (a bounded BlockingArrayQueue's "
         "maxCapacity); a request dispatched to a full queue is refused "
@@ -147,10 +153,12 @@ class Selector:
         self.update_wakeups = 0          # selects a key update woke
         self.strategy = None             # this selector's execution strategy
         m = server.ctx.machine
-        # epoll_wait's kernel work: base + per ready key (models/syscalls.py), priced once
-        self.epoll_s = m.syscall_cost("epoll_wait")
-        self.epoll_key_s = m.syscall_cost("epoll_wait", 1) - self.epoll_s
-        self.epoll_ctl_s = m.syscall_cost("epoll_ctl")
+        # epoll_wait's kernel work: base + per ready key (models/syscalls.py), priced once;
+        # none for connections made in memory (no sockets: nothing to select on)
+        sockets = server.sockets
+        self.epoll_s = m.syscall_cost("epoll_wait") if sockets else 0.0
+        self.epoll_key_s = (m.syscall_cost("epoll_wait", 1) - self.epoll_s) if sockets else 0.0
+        self.epoll_ctl_s = m.syscall_cost("epoll_ctl") if sockets else 0.0
         ips = m.nominal_ips
         self.select_seg = (Segment(select_us * 1e-6 * ips,
                                    (Footprint(SHARED, f"selector-{index}", 2, True),),

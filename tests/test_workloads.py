@@ -8,6 +8,8 @@ import warmcore
 
 from warmcore.build import build, finish, run_built
 from tests.helpers import run, scenario
+from warmcore.build import simulate_once
+from warmcore.simcore.config import load
 
 
 def test_closed_loop_obeys_the_interactive_response_time_law():
@@ -290,3 +292,33 @@ def test_injected_events_on_serial_sources_run():
                                                       strategy="abq", requests=300)
     r = warmcore.simulate(sc)
     assert r.requests == 300 and r.throughput_rps > 0
+
+
+def test_program_call_from_an_empirical_list_blocks_only_above_zero():
+    """A call step with distribution "empirical" draws its values (with replacement); a
+    draw of 0 does not block (the EWYK handler's `if (delay > 0) Thread.sleep(delay)`).
+    One ideal CPU, 10 us of compute then a call of 0 or 1000 us: about half the requests
+    take 10 us and none of them blocks, the others 1010 us."""
+    sets = ["workload.kind=\"closed\"", "workload.clients=1", "workload.think_us=100",
+            "workload.service=\"deterministic\"", "workload.service_us=10",
+            'work.program=[{compute_us=10.0}, {call_us=500.0, distribution="empirical", '
+            'values_us=[0.0, 1000.0]}]']
+    r = simulate_once(load("mmc", sets, requests=2000), 3)
+    lat = r["latency_us"]
+    assert lat["min"] == pytest.approx(10.0, rel=1e-6)
+    assert lat["max"] == pytest.approx(1010.0, rel=1e-6)
+    assert lat["mean"] == pytest.approx(510.0, rel=0.05)     # half of them block
+    assert r["breakdown_us"]["blocked_io"] == pytest.approx(500.0, rel=0.05)
+
+
+@pytest.mark.parametrize("step, field", [
+    ('{call_us=5.0, values_us=[5.0]}', "values_us"),                       # not empirical
+    ('{call_us=5.0, distribution="empirical"}', "values_us"),              # no values
+    ('{call_us=5.0, distribution="empirical", values_us=[1.0, 3.0]}', "call_us"),  # mean 2
+    ('{compute_us=1.0, distribution="empirical", values_us=[0.0, 2.0]}', "values_us"),
+    ('{call_us=5.0, distribution="empirical", values_us=[5.0, nan]}', "values_us"),
+])
+def test_empirical_program_steps_are_validated(step, field):
+    from warmcore.simcore.config import ConfigError
+    with pytest.raises(ConfigError, match=field):
+        load("mmc", [f"work.program=[{step}]"])

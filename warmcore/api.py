@@ -110,7 +110,8 @@ def compare(scenario: ScenarioLike, strategies: Iterable[str],
     jobs = [(load, with_strategy(sc, name, load, keep))
             for name in strategies for load in load_list]
     for _load, run_sc in jobs:
-        get_strategy(run_sc.strategy.name).validate_params(dict(run_sc.strategy.params))
+        get_strategy(run_sc.strategy.name).validate_params(dict(run_sc.strategy.params),
+                                                          run_sc.strategy.shared_params)
     for i, (load, run_sc) in enumerate(jobs):
         ask = None if should_stop is None else \
             (lambda f, i=i: should_stop((i + f) / len(jobs)))

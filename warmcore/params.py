@@ -169,7 +169,7 @@ def _strategy_params(sc: Scenario) -> list[Parameter]:
     from warmcore.registry import get_strategy
 
     cls = get_strategy(sc.strategy.name)
-    values = cls.validate_params(dict(sc.strategy.params))
+    values = cls.validate_params(dict(sc.strategy.params), sc.strategy.shared_params)
     caps = getattr(cls.Params, "GENERIC_CAPS", None)
     return [_from_field(f"strategy.params.{name}", info, getattr(values, name),
                         source=f"{cls.name} strategy", caps=caps)

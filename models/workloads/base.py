@@ -182,8 +182,10 @@ class RequestFactory:
         for i, st in enumerate(steps):
             if st.compute_us is not None or st.call_us is not None:
                 mean = (st.compute_us if st.compute_us is not None else st.call_us) * 1e-6
+                values = ([v * 1e-6 for v in st.values_us] if st.values_us is not None
+                          else None)
                 draw = sampler(st.distribution, mean, streams.generator(f"program-{i}"),
-                               cv=st.cv)
+                               cv=st.cv, values_s=values)
                 plan.append((STEP_RUN if st.compute_us is not None else STEP_CALL, draw))
             elif st.service_share is not None:
                 plan.append((STEP_RUN, st.service_share))

@@ -35,6 +35,10 @@ class SaturatingCfg(ServiceShape):
             "jetty-util EWYKBenchmark.testStrategy: [4, 2, 2, 1, 1, 1, 1, 1])"))
 
 
+    in_memory: bool = Field(default=False, description=(
+        "true: the connections' requests are made in memory, no sockets (no read, write "
+        "or epoll_wait system calls): a benchmark's connection object, as the EWYK "
+        "benchmark's TestConnection, whose AtomicInteger and Random stand for the I/O"))
     client_us: MicrosOrZero | None = Field(default=None, description=(
         "None: the load tool keeps every connection's requests ready, from elsewhere. "
         "A number: the load generator runs on this machine, one thread per connection "
@@ -47,6 +51,13 @@ class SaturatingCfg(ServiceShape):
         "'remote', another machine: its turnaround of `client_us` a request paces the "
         "connection, but its CPU is not this machine's, and the requests arrive by the "
         "NIC (a load generator on its own box, as most benchmark setups have it)"))
+
+    @model_validator(mode="after")
+    def _in_memory_has_no_client(self):
+        if self.in_memory and self.client_us is not None:
+            raise ConfigError("in_memory", "a load generator with a turnaround "
+                                           "(client_us) talks over sockets")
+        return self
 
     @model_validator(mode="after")
     def _client_not_with_batches(self):
@@ -260,4 +271,5 @@ def saturating(ctx) -> Workload:
 
 register_workload(WorkloadKind(
     "saturating", SaturatingCfg, saturating, load_field="connections", serial=True,
+    sockets=lambda wl: not wl.in_memory,
     description="pipelined connections that always have their next request ready"))

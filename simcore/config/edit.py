@@ -7,7 +7,8 @@ A change is a dotted path and a value; None puts the setting back to its default
 Some settings own others, which belong to them and mean nothing to another choice
 (``OWNED``): changing the preset resets its overrides and the governor's tunables,
 changing the governor its tunables, changing the strategy its tunables (but for
-the names in ``keep``), and changing the workload kind keeps only the service
+the names in ``keep``, and all of them when the scenario says they are the setup's:
+``strategy.shared_params``), and changing the workload kind keeps only the service
 demand (the kind's own fields take their defaults; an open loop gets the old rate,
 or half of what one CPU serves at the mean service time). What the same edit gives
 for an owned table is applied after the reset, so it stays.
@@ -144,7 +145,8 @@ def _reset(data: dict, owner: str, after: dict, keep: Sequence[str]) -> None:
             continue
         kept = {}
         if owner == "strategy.name" and isinstance(node[key], dict):
-            kept = {k: v for k, v in node[key].items() if k in keep}
+            shared = node.get("shared_params") is True     # the setup's: all carry
+            kept = {k: v for k, v in node[key].items() if shared or k in keep}
         if kept:
             node[key] = kept
         else:

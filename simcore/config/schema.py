@@ -8,6 +8,7 @@ ConfigError at the path a user writes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -60,8 +61,8 @@ Count = Annotated[int, Field(gt=0, le=MAX_COUNT)]
 Cv = Annotated[float, Field(gt=0, le=100)]                   # coefficient of variation
 # The distributions a scenario may name (simcore/distributions.py, a class each).
 DistKind = Literal[tuple(DISTRIBUTIONS)]
-# A program step draws from its own mean and shape: any but an empirical list.
-StepDist = Literal[tuple(n for n, d in DISTRIBUTIONS.items() if "values" not in d.uses)]
+# A program step draws from its own mean and shape, or from its own list (empirical).
+StepDist = DistKind
 
 
 # The marker of a field that names a file warmcore reads (Field(json_schema_extra=FILE)):
@@ -234,6 +235,30 @@ class Step(Strict):
                                    description='of compute_us or call_us')
     cv: Cv = Field(default=1.0, description=(
         'lognormal, hyperexponential (at least 1), coxian (at least 0.7071)'))
+    values_us: Annotated[list[MicrosOrZero], Field(min_length=1, max_length=MAX_LIST)] | None = (
+        Field(default=None, description=(
+            'empirical only: the draws (with replacement); compute_us or call_us states '
+            'their mean. A call of 0 does not block (a handler that sleeps only when its '
+            'delay is above 0, as the EWYK benchmark\'s Thread.sleep(delay))')))
+
+    @model_validator(mode="after")
+    def _empirical_values(self):
+        if self.distribution != "empirical":
+            if self.values_us is not None:
+                raise ConfigError("values_us", "only for distribution = \"empirical\"")
+            return self
+        if not self.values_us:
+            raise ConfigError("values_us", "the empirical distribution needs values")
+        stated = self.compute_us if self.compute_us is not None else self.call_us
+        if stated is None:
+            raise ConfigError("distribution", "empirical is for a compute_us or call_us step")
+        mean = sum(self.values_us) / len(self.values_us)
+        if not math.isclose(stated, mean, rel_tol=1e-6):
+            field = "compute_us" if self.compute_us is not None else "call_us"
+            raise ConfigError(field, f"{stated:g} is not the mean of values_us ({mean:.9g})")
+        if self.compute_us is not None and min(self.values_us) <= 0:
+            raise ConfigError("values_us", "a compute step's values must be above 0")
+        return self
 
     @model_validator(mode="after")
     def _cv_in_the_shapes_domain(self):
@@ -345,6 +370,13 @@ class ProcessCfg(Strict):
 class StrategyCfg(Strict):
     name: str = "shared-queue"
     params: dict[str, float | int | str | bool] = {}
+    # The params describe the setup (a benchmark's thread counts), not one strategy's
+    # choice: they stay when another strategy runs the scenario (compare, --strategy)
+    # and each strategy takes those it has (simcore/config/edit.py, strategies/base.py).
+    shared_params: bool = Field(default=False, description=(
+        "true: params carry to every strategy run on this scenario, each taking those "
+        "it has (the setup's, as a benchmark's thread counts); false: they belong to "
+        "the strategy named here"))
     # The strategies a comparison of this setup runs (the explorer's choice, kept in
     # the TOML it downloads): `warmcore compare FILE` and `warmcore advise FILE` run
     # them when --strategies is not given. Names are checked against the registry
