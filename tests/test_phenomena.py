@@ -200,14 +200,16 @@ def test_web_event_loop_is_cheaper_peaks_higher_and_gets_cheaper_as_the_pool_get
 
 
 def test_virtual_threads_use_more_cpu_than_a_bounded_pool_as_every_task_queues():
-    """Phenomenon 7 (Jetty's Loom report) on `loom` (3000 tasks, each two selects and an
-    insert behind a 100-permit semaphore): one virtual thread per task uses
-    substantially more CPU per task than a pool of 200 platform threads for the same
-    work (more than 1.15x; the model gives 1.20x with freeze, thaw, the carrier pool's
-    queues and the semaphore's AQS queue charged as work, where the report's graph
-    shows "almost twice": docs/model.md "Known departures"), because every task queues
-    and dequeues on the semaphore several times (nearly all of its 3 acquisitions
-    park), and it is the same work (the same database time per task)."""
+    """Phenomenon 7 (Jetty's Loom report) on `loom`, the report's benchmark
+    (webtide/loom-trial ManyTasks and FakeDataBase; 3000 tasks, each two gets and a put
+    behind a 100-permit semaphore, sleeping 1-5, 1-5 and 2 ms): one virtual thread per
+    task uses "almost twice" the CPU per task of the benchmark's QueuedThreadPool(100,
+    100) for the same work: asserted 1.6 to 2.4 (twice, +-20%; measured 2.22 with the
+    SecureRandom estimate of the scenario, 1.81 at twice that cost). Why: every virtual
+    thread queues and dequeues on the semaphore (nearly all of its 3 acquisitions park,
+    and each park and sleep freezes and thaws its stack and goes through the carrier
+    pool), where the pool's 100 threads never wait for one of the 100 permits (by
+    hand: never more holders than permits); the same database time per task."""
     from warmcore.build import build, finish, run_built
     from warmcore.simcore.config import load
 
@@ -216,11 +218,12 @@ def test_virtual_threads_use_more_cpu_than_a_bounded_pool_as_every_task_queues()
         return finish(ctx, run_built(ctx)), ctx
 
     vt, vctx = loom()
-    pool, _ = loom("strategy.params.kernel_threads=true", "strategy.params.pool=200")
+    pool, pctx = loom("strategy.params.kernel_threads=true", "strategy.params.pool=100")
     per = lambda r: r["task_clock_ms"] * 1e3 / r["requests"]  # noqa: E731
     assert vt["requests"] == pool["requests"] == 3000
-    assert per(vt) > 1.15 * per(pool), (per(vt), per(pool))
+    assert 1.6 <= per(vt) / per(pool) <= 2.4, (per(vt), per(pool))
     assert vctx.strategy.stats["permit_waits"] > 2.5 * 3000
+    assert pctx.strategy.stats["permit_waits"] == 0
     assert vt["breakdown_us"]["blocked_io"] == pytest.approx(pool["breakdown_us"]["blocked_io"],
                                                              rel=1e-9)
 
