@@ -736,6 +736,10 @@ SAME_NUMBERS = {
                                  "another selector waits in epoll_wait for connections "
                                  "it does not have",
     "strategy.params.idle_timeout_s": "no thread idles 60 s in an 8 ms run",
+    "strategy.shared_params": "the run keeps the scenario's own strategy, whose params "
+                              "are its own either way",
+    "strategy.params.thread_pool_executor": "pc never dispatches: EPC's low-on-threads "
+                                            "check is all it changes",
     "kernel.wakeup_preemption": ONE_THREAD + ": no woken thread ever finds its CPU busy",
     "machine.governor_params.up_threshold": TOP_CLOCK,
     "machine.governor_params.sampling_rate_us": TOP_CLOCK,
