@@ -149,3 +149,19 @@ def test_a_perf_file_gives_llc_stores_per_request(tmp_path):
     assert figs["llc_loads_per_req"].value == pytest.approx(2000.0)
     assert figs["llc_stores_per_req"].value == pytest.approx(6000.0)
     assert figs["llc_store_misses_per_req"].value == pytest.approx(1000.0)
+
+
+def test_a_handoff_moves_loads_not_stores():
+    """pipeline, pc against jetty9-milestone: both parse the same requests, so both
+    store the same 60.8 fresh lines a request; the milestone's handler reads the
+    parsed request (and the connection) from the parser's core when they differ, which
+    are LLC loads (87.2 against pc's 3.2: docs/model.md "LLC loads and LLC stores")."""
+    def per_req(strategy):
+        sc = warmcore.Scenario.load("pipeline").edit({}, strategy=strategy, requests=3000)
+        r = warmcore.simulate(sc)
+        return r.llc_loads / r.requests, r.llc_stores / r.requests
+
+    pc, j9 = per_req("pc"), per_req("jetty9-milestone")
+    assert pc[1] == pytest.approx(60.8, abs=0.01) and j9[1] == pytest.approx(60.8, abs=0.01)
+    assert pc[0] == pytest.approx(3.2, abs=0.01)
+    assert j9[0] > 20 * pc[0]
