@@ -65,6 +65,9 @@ FIGURES = {
     "cycles_per_req": lambda r: r.cycles / max(r.requests, 1),
     "llc_loads_per_req": lambda r: r.llc_loads / max(r.requests, 1),
     "llc_misses_per_req": lambda r: r.llc_misses / max(r.requests, 1),
+    # perf's LLC-stores and LLC-store-misses: the demand RFOs (models.cache.Hierarchy)
+    "llc_stores_per_req": lambda r: r.llc_stores / max(r.requests, 1),
+    "llc_store_misses_per_req": lambda r: r.llc_store_misses / max(r.requests, 1),
     "l1d_loads_per_req": lambda r: r.l1d_loads / max(r.requests, 1),
     "l1d_misses_per_req": lambda r: r.l1d_misses / max(r.requests, 1),
     "switches_per_req": lambda r: r.context_switches / max(r.requests, 1),

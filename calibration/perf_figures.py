@@ -13,6 +13,8 @@ from warmcore.simcore.config import ConfigError
 # figure -> the counter it divides by the request count
 PER_REQUEST = {"instructions_per_req": "instructions", "cycles_per_req": "cycles",
                "llc_loads_per_req": "LLC-loads", "llc_misses_per_req": "LLC-misses",
+               "llc_stores_per_req": "LLC-stores",
+               "llc_store_misses_per_req": "LLC-store-misses",
                "l1d_loads_per_req": "L1-dcache-loads",
                "l1d_misses_per_req": "L1-dcache-misses",
                "switches_per_req": "context-switches",

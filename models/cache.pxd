@@ -40,7 +40,8 @@ cdef class Hierarchy:
     cdef public Directory directory
     cdef public object topology
     cdef public double c2c_lines, l2_hits, llc_hits, dram_lines, c2c_ns, data_lines
-    cdef public double l1_misses, llc_loads, llc_misses, walk_dram_lines
+    cdef public double l1_misses, llc_loads, llc_misses, llc_stores, llc_store_misses
+    cdef public double walk_dram_lines
     cdef dict _ids
     cdef list _names
 
@@ -51,7 +52,8 @@ cdef class Hierarchy:
                    directory=Directory, entries=dict, d=list, lines=double, x=double, cross=double, lat=double,
                    m1=double, m2=double, m3=double, l2_hits=double, llc_hits=double,
                    dram=double, c2c_ns=double, touched=double, l1m=double, llcl=double,
-                   llcm=double, walked=double, coh=bint, has_l2=bint, is_code=bint, walk=bint)
+                   llcm=double, llcs=double, llcsm=double, miss=double, st=double,
+                   fresh=double, walked=double, coh=bint, has_l2=bint, is_code=bint, walk=bint)
     cpdef touch(self, Py_ssize_t core, Py_ssize_t my_llc, footprint, thread_key)
 
     @cython.locals(held=double, h=double, x=double, wllc=Py_ssize_t)

@@ -353,12 +353,29 @@ class Hierarchy:
 
     ``touch(core, llc_domain, footprint, thread_key)`` walks the footprints and
     leaves the segment's totals in ``l2_hits``, ``llc_hits``, ``dram_lines``,
-    ``c2c_ns``, ``data_lines``, ``l1_misses``, ``llc_loads`` and ``llc_misses``,
+    ``c2c_ns``, ``data_lines``, ``l1_misses``, ``llc_loads``, ``llc_misses``,
+    ``llc_stores`` and ``llc_store_misses``,
     and in ``walk_dram_lines`` the DRAM lines of its sequential walks (TASK
     footprints, and THREAD ones with their own key: what the L2 streamer
     follows, models.hardware "Streams")
     (fields, not a tuple: compiled, the caller reads them as C doubles);
     ``c2c_lines`` counts the lines moved core to core so far.
+
+    Loads and stores, as perf counts them on Intel cores: a data line that misses
+    the L2 goes to the LLC as a demand data read, or, when the core's first access
+    to it is a store, as a demand RFO (read for ownership). perf's generic LLC-loads
+    and LLC-misses count the reads only and LLC-stores / LLC-store-misses the RFOs
+    (Linux arch/x86/events/intel/core.c, ``snb_hw_cache_extra_regs``, used for Sandy
+    and Ivy Bridge: C(LL) OP_READ = SNB_DMND_READ (DMND_DATA_RD | LLC_DATA_RD),
+    OP_WRITE = SNB_DMND_WRITE (DMND_RFO | LLC_RFO); ``hsw_hw_cache_extra_regs``
+    and ``skl_hw_cache_extra_regs`` split them the same way). A footprint's
+    ``fresh`` lines are the ones written first (objects allocated and filled) and
+    are taken to be its coldest: memory just allocated, that no cache holds, while
+    the lines it reads are the ones somebody wrote for it (a request's bytes, which a
+    client's core or DDIO may have left in the LLC). So of its L2 misses the first
+    ``fresh`` are stores and the rest loads, and likewise of its LLC misses. L1d
+    misses count both, as L1D.REPLACEMENT (perf's L1-dcache-load-misses on those
+    cores) does; the time a miss costs does not depend on its kind.
 
     Owner ids: the directory and the caches know an owner (kind, key) by an int,
     so the five tables a footprint visits hash and compare a machine word rather
@@ -370,7 +387,8 @@ class Hierarchy:
 
     __slots__ = ("l1d", "l1i", "l2", "llc", "has_l2", "coherence", "directory", "topology",
                  "c2c_lines", "_ids", "_names", "l2_hits", "llc_hits", "dram_lines", "c2c_ns",
-                 "data_lines", "l1_misses", "llc_loads", "llc_misses", "walk_dram_lines")
+                 "data_lines", "l1_misses", "llc_loads", "llc_misses", "llc_stores",
+                 "llc_store_misses", "walk_dram_lines")
 
     def __init__(self, l1d, l1i, l2, llc, has_l2, coherence, directory, topology):
         self.l1d = list(l1d)
@@ -384,6 +402,7 @@ class Hierarchy:
         self.c2c_lines = 0.0
         self.l2_hits = self.llc_hits = self.dram_lines = self.c2c_ns = 0.0
         self.data_lines = self.l1_misses = self.llc_loads = self.llc_misses = 0.0
+        self.llc_stores = self.llc_store_misses = 0.0
         # DRAM lines of the last touch's sequential walks: what the L2 streamer can
         # follow (models.hardware "Streams")
         self.walk_dram_lines = 0.0
@@ -423,11 +442,11 @@ class Hierarchy:
         entries = directory.entries
         has_l2 = self.has_l2
         l2_hits = llc_hits = dram = c2c_ns = touched = l1m = llcl = llcm = 0.0
-        walked = 0.0
+        llcs = llcsm = walked = 0.0
         for f in footprint:
             # simcore.work.Footprint is a named tuple: unpacked in one go, since
             # compiled code indexes a tuple subclass through its Python-level slot
-            kind, key, lines, writes = f
+            kind, key, lines, writes, fresh = f
             if lines <= 0.0:
                 continue
             # a walk the L2 streamer can follow (models.hardware "Streams"): a
@@ -468,8 +487,6 @@ class Hierarchy:
                 # the transferred lines are not LLC hits nor DRAM reads
                 m3 = llc.access(okey, lines, m2 - x, ver, store, cross)
                 llc_hits += m2 - x - m3
-                if not is_code:
-                    llcm += cross
             else:
                 m3 = llc.access(okey, lines, m2, ver, store)
                 llc_hits += m2 - m3
@@ -480,8 +497,19 @@ class Hierarchy:
             if not is_code:
                 touched += lines
                 l1m += m1
-                llcl += m2
-                llcm += m3
+                miss = m3 + cross       # from DRAM, or from a cache outside this LLC
+                if fresh > 0.0:
+                    # the lines written first are the coldest (class docstring): they
+                    # go to the LLC as RFOs before any read line does
+                    st = fresh if fresh < m2 else m2
+                    llcs += st
+                    llcl += m2 - st
+                    st = fresh if fresh < miss else miss
+                    llcsm += st
+                    llcm += miss - st
+                else:
+                    llcl += m2
+                    llcm += miss
         self.l2_hits = l2_hits
         self.llc_hits = llc_hits
         self.dram_lines = dram
@@ -491,6 +519,8 @@ class Hierarchy:
         self.l1_misses = l1m
         self.llc_loads = llcl
         self.llc_misses = llcm
+        self.llc_stores = llcs
+        self.llc_store_misses = llcsm
 
     def _from_writer(self, d, core, my_llc, okey, lines):
         """Lines of ``okey`` modified by core d[0] that it still holds: returns

@@ -36,7 +36,8 @@ cdef class HardwareMachine:
 
     @cython.locals(ghz=double, s_per_cyc=double, ins=double, cyc=double, k=Py_ssize_t,
                    compute_s=double, reload_s=double, coher_s=double, contend_s=double,
-                   l1l=double, l1m=double, llcl=double, llcm=double, l2_hits=double,
+                   l1l=double, l1m=double, llcl=double, llcm=double, llcs=double,
+                   llcsm=double, l2_hits=double,
                    llc_hits=double, dram=double, c2c_ns=double, touched=double,
                    inv_mlp=double, n_ops=double, h=Hierarchy, spacing=double, stall=double,
                    transfers=double, t_ns=double, dur=double, cycles=double, wait=double,
@@ -51,5 +52,5 @@ cdef class HardwareMachine:
                    k=Py_ssize_t, compute_s=double, reload_s=double, contend_s=double,
                    d1=double, dur=double, cycles=double, sock=Py_ssize_t, b=Py_ssize_t,
                    ins=double, l1l=double, l1m=double, llcl=double, llcm=double,
-                   pa="double[::1]", bus=FluidBus)
+                   llcs=double, llcsm=double, pa="double[::1]", bus=FluidBus)
     cpdef tuple cost_now(self, Py_ssize_t cpu, double now)

@@ -83,11 +83,15 @@ Counters (what ``perf stat`` would show; only with caches on, else 0):
   instructions = 0.332, in line with the 25-35% load share of SPEC integer mixes.
 * l1d_misses = data lines missing L1d (CODE footprints go to L1i and are not
   counted) plus contended-op transfers.
-* llc_loads = data L2 misses (all reach the LLC: LLC hits, snoops of another
-  core's caches, DRAM) plus contended-op transfers.
-* llc_misses = data lines from DRAM plus lines fetched from a cache *outside*
+* llc_loads = data L2 misses that are demand reads (all reach the LLC: LLC
+  hits, snoops of another core's caches, DRAM) plus contended-op transfers.
+* llc_misses = those of them from DRAM plus lines fetched from a cache *outside*
   this LLC domain (another CCX or socket): a snoop hit on a core that shares
   this LLC is an LLC hit for perf, a line from another L3 is not.
+* llc_stores, llc_store_misses = the same for the data L2 misses that are demand
+  RFOs: the lines a footprint writes before reading (``Footprint.fresh``), which
+  perf counts as LLC-stores, not LLC-loads (models.cache.Hierarchy, "Loads and
+  stores"). Contended-op transfers and a wake-up's lines stay loads.
 
 Kernel work: the OS costs below and models.syscalls' are stated at the nominal
 rate (a lone thread at the top P-state); ``kernel_slowdown(cpu, now)`` =
@@ -128,7 +132,7 @@ from warmcore.simcore.machine import EFFECTS
 # compute cycles of a lone thread, cache-hit cycles / MLP, DRAM seconds / MLP,
 # coherence s, contended-line stall s, M/D/1 wait s, DRAM lines (flow), instructions,
 # L1 loads, L1 misses, LLC loads, LLC misses
-NPARTS = 12
+NPARTS = 14
 
 # wake_transfer's answer when nothing moves
 NO_TRANSFER = (0.0, 0.0, 0.0)
@@ -370,7 +374,7 @@ class HardwareMachine:
             cyc = cyc / self._speed[k if k < len(self._speed) else -1]
         compute_s = cyc * s_per_cyc
         reload_s = coher_s = contend_s = dram_s = 0.0
-        l1l = l1m = llcl = llcm = 0.0
+        l1l = l1m = llcl = llcm = llcs = llcsm = 0.0
         dram = l2_hits = llc_hits = 0.0
         inv_mlp = overlap = self._inv_mlp
 
@@ -386,6 +390,8 @@ class HardwareMachine:
             l1m = h.l1_misses
             llcl = h.llc_loads
             llcm = h.llc_misses
+            llcs = h.llc_stores
+            llcsm = h.llc_store_misses
             inv_mlp = self._inv_mlp
             if c2c_ns:
                 coher_s = c2c_ns * 1e-9 * inv_mlp
@@ -467,9 +473,12 @@ class HardwareMachine:
             pa[b + 9] = l1m
             pa[b + 10] = llcl
             pa[b + 11] = llcm
+            pa[b + 12] = llcs
+            pa[b + 13] = llcsm
         dur = compute_s + reload_s + coher_s + contend_s
         cycles = cyc + (reload_s + coher_s + contend_s) * ghz * 1e9
-        return (dur, cycles, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s, contend_s)
+        return (dur, cycles, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s, contend_s,
+                llcs, llcsm)
 
     def cost_now(self, cpu, now):
         """The cost of the whole segment running on ``cpu`` (its parts as ``execute``
@@ -489,6 +498,8 @@ class HardwareMachine:
         l1m = pa[b + 9]
         llcl = pa[b + 10]
         llcm = pa[b + 11]
+        llcs = pa[b + 12]
+        llcsm = pa[b + 13]
         ghz = self.clock_ghz(cpu, now) if self._dvfs else self._fixed_ghz
         s_per_cyc = 1.0 / (ghz * 1e9)
         cyc = cyc0
@@ -512,7 +523,8 @@ class HardwareMachine:
             contend_s += wait + (bus.duration(sock, cpu, d1) - d1)
         dur = compute_s + reload_s + coher_s + contend_s
         cycles = cyc + (reload_s + coher_s + contend_s) * ghz * 1e9
-        return (dur, cycles, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s, contend_s)
+        return (dur, cycles, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s, contend_s,
+                llcs, llcsm)
 
     def parts_of(self, cpu, now, remaining):
         """The segment running on ``cpu`` leaves it at ``now`` with ``remaining`` of its

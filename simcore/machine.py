@@ -168,7 +168,7 @@ class IdealMachine:
     def execute(self, cpu, seg, thread_key, now):
         ins = seg.instructions
         dur = ins * self._s_per_instr
-        return (dur, ins * self.cpi, ins, 0.0, 0.0, 0.0, 0.0, dur, 0.0, 0.0, 0.0)
+        return (dur, ins * self.cpi, ins, 0.0, 0.0, 0.0, 0.0, dur, 0.0, 0.0, 0.0, 0.0, 0.0)
 
     def current_ghz(self, cpu, now):
         return self.ghz

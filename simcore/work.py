@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-# Owner kinds. A footprint entry is (kind, key, lines, writes):
+# Owner kinds. A footprint entry is (kind, key, lines, writes, fresh):
 #   TASK   - the request's own data; key is the request id (written by the producer)
 #   THREAD - the running thread's private state (stack, buffers); key is the thread id
 #   CODE   - instructions and read-mostly data; key names the code path
@@ -37,6 +37,10 @@ class Footprint(NamedTuple):
     key: object
     lines: float
     writes: bool = False  # the segment modifies these lines (makes this core their owner)
+    # Lines of it the segment writes before it reads them (objects it allocates and
+    # fills, bytes it copies into a buffer): a miss on them is a demand RFO, which perf
+    # counts as an LLC *store* (LLC-stores), not an LLC load (models.cache.Hierarchy).
+    fresh: float = 0.0
 
 
 @dataclass(slots=True)
@@ -157,11 +161,16 @@ class SegmentCost(NamedTuple):
     reload_s: float
     coherence_s: float
     contention_s: float
+    # L2 misses that are demand RFOs (stores to lines the core does not hold: the
+    # ``fresh`` lines of a footprint), and those of them the LLC did not hold: perf's
+    # LLC-stores and LLC-store-misses. llc_loads and llc_misses are demand reads only.
+    llc_stores: float
+    llc_store_misses: float
 
 
 COST_FIELDS = SegmentCost._fields
 (C_DUR, C_CYC, C_INS, C_L1L, C_L1M, C_LLCL, C_LLCM,
- C_COMPUTE, C_RELOAD, C_COHER, C_CONTEND) = range(len(COST_FIELDS))
+ C_COMPUTE, C_RELOAD, C_COHER, C_CONTEND, C_LLCS, C_LLCSM) = range(len(COST_FIELDS))
 
 
 class Continuation(NamedTuple):

@@ -228,10 +228,11 @@ def test_the_machine_cost_record_has_the_named_layout():
     from warmcore.simcore.work import COST_FIELDS, Segment, SegmentCost
 
     cost = SegmentCost(*IdealMachine(cores=1, ghz=2.0).execute(0, Segment(2000.0), 1, 0.0))
-    assert len(COST_FIELDS) == 11
+    assert len(COST_FIELDS) == 13
     assert cost.instructions == 2000.0 and cost.duration_s == pytest.approx(1e-6)
     assert cost.compute_s == cost.duration_s
     assert cost.reload_s == cost.coherence_s == cost.contention_s == 0.0
+    assert cost.llc_stores == cost.llc_store_misses == 0.0     # no caches
 
 
 @pytest.mark.parametrize("strategy", ["pc", "pec", "thread-pool", "virtual-threads"])

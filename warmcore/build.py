@@ -390,6 +390,8 @@ def _result(cfg: Scenario, seed: int, ctx: SimContext, snap: dict, stalled: bool
         "l1d_misses": srv.get("l1d_misses", 0.0),
         "llc_loads": srv.get("llc_loads", 0.0),
         "llc_misses": srv.get("llc_misses", 0.0),
+        "llc_stores": srv.get("llc_stores", 0.0),
+        "llc_store_misses": srv.get("llc_store_misses", 0.0),
         "context_switches": srv.get("context_switches", 0),
         "cpu_migrations": srv.get("cpu_migrations", 0),
         "futex_wakes": srv.get("futex_wakes", 0),
@@ -518,7 +520,8 @@ def combine_replications(runs: list[dict]) -> dict:
             out[group][k], cis[f"{group}.{k}"] = ci([x[group][k] for x in runs])
     for k in ("requests", "sim_seconds", "task_clock_ms", "user_s", "sys_s", "cycles",
               "instructions", "l1d_loads",
-              "l1d_misses", "llc_loads", "llc_misses", "context_switches", "cpu_migrations",
+              "l1d_misses", "llc_loads", "llc_misses", "llc_stores", "llc_store_misses",
+              "context_switches", "cpu_migrations",
               "futex_wakes", "joules", "mean_in_system"):
         out[k] = float(np.mean([x[k] for x in runs]))
     # The outcomes (issue 31): means, outside ci95 (whose keys stay as they were).

@@ -549,6 +549,9 @@ def format_result(r: dict) -> str:
         f" {r['l1d_misses']:>16,.0f} L1-dcache-misses",
         f" {r['llc_loads']:>16,.0f} LLC-loads          # {r['llc_loads'] / n:.1f} /req",
         f" {r['llc_misses']:>16,.0f} LLC-misses",
+        f" {r.get('llc_stores', 0.0):>16,.0f} LLC-stores         "
+        f"# {r.get('llc_stores', 0.0) / n:.1f} /req",
+        f" {r.get('llc_store_misses', 0.0):>16,.0f} LLC-store-misses",
         f" {r['joules']:>16,.3f} Joules             # {r['joules_per_request'] * 1e6:.2f} uJ/req",
     ]
     if r.get("makespan_s") is not None:

@@ -118,8 +118,15 @@ class Result(_Part):
     ghz: Num
     l1d_loads: Real
     l1d_misses: Real
-    llc_loads: Real
-    llc_misses: Real
+    llc_loads: Real = Field(description="L2 misses that are demand data reads, as perf's "
+                                        "LLC-loads on Intel cores")
+    llc_misses: Real = Field(description="those of the LLC loads from DRAM or another LLC "
+                                         "(perf's LLC-misses)")
+    llc_stores: Real = Field(default=0.0, description=(
+        "L2 misses that are demand RFOs (stores to lines first written: allocations), "
+        "as perf's LLC-stores"))
+    llc_store_misses: Real = Field(default=0.0, description=(
+        "those of the LLC stores from DRAM or another LLC (perf's LLC-store-misses)"))
     context_switches: Count
     cpu_migrations: Count
     futex_wakes: Count

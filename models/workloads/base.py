@@ -136,6 +136,10 @@ class RequestFactory:
                                 streams.generator("backend")) if work.backend_us else None)
         self.produce_ins = work.produce_us * 1e-6 * self.ips
         self.task_lines = work.task_kib * 1024 / LINE
+        # Of the task's lines, the request's bytes (sent_lines) are read; the rest, the
+        # parsed request, is allocated and filled by whoever parses: written before it
+        # is read, so its misses are demand RFOs, perf's LLC-stores (Footprint.fresh).
+        self.parsed_lines = self.task_lines - sent_lines(work)
         thread_lines = work.thread_kib * 1024 / LINE
         code_lines = work.code_kib * 1024 / LINE
         shared_lines = work.shared_kib * 1024 / LINE
@@ -228,7 +232,8 @@ class RequestFactory:
         # Footprints built with tuple.__new__ (a NamedTuple's own __new__ is a Python
         # function), and the connection's part joined with the common ones once per
         # connection: the same tuples, fewer calls per request.
-        task = (_new_tuple(Footprint, (TASK, rid, lines, True)),) if lines else ()
+        task = (_new_tuple(Footprint, (TASK, rid, lines, True, self.parsed_lines)),
+                ) if lines else ()
         rest = self.conn_rest.get(conn)
         if rest is None:
             rest = self.conn_rest[conn] = self._conn_parts(conn)
@@ -239,7 +244,7 @@ class RequestFactory:
             consume_rest = (*consume_rest, part)
         if self.produce_ins:
             req.produce = Segment(self.produce_ins, task + parse_rest, label="produce")
-            task = (_new_tuple(Footprint, (TASK, rid, lines, False)),) if lines else ()
+            task = (_new_tuple(Footprint, (TASK, rid, lines, False, 0.0)),) if lines else ()
         if self.program is not None:
             req.consume = self._make_program(s, task + consume_rest)
             return req

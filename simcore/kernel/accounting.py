@@ -36,6 +36,8 @@ from warmcore.simcore.work import (
     C_L1M,
     C_LLCL,
     C_LLCM,
+    C_LLCS,
+    C_LLCSM,
     C_RELOAD,
     CAUSES,
     Continuation,
@@ -46,8 +48,9 @@ from warmcore.simcore.work import (
 # Thread.charge_kernel (context switches, futex syscalls, thread starts); user time
 # is task_clock_s - sys_s.
 CTR_FIELDS = ("task_clock_s", "cycles", "instructions", "l1d_loads", "l1d_misses",
-              "llc_loads", "llc_misses", "sys_s")
-(K_TASK, K_CYC, K_INS, K_L1L, K_L1M, K_LLCL, K_LLCM, K_SYS) = range(len(CTR_FIELDS))
+              "llc_loads", "llc_misses", "sys_s", "llc_stores", "llc_store_misses")
+(K_TASK, K_CYC, K_INS, K_L1L, K_L1M, K_LLCL, K_LLCM, K_SYS, K_LLCS,
+ K_LLCSM) = range(len(CTR_FIELDS))
 
 # Breakdown indices, derived from the one list of causes.
 B_QUEUE, B_DISPATCH, B_COMPUTE, B_RELOAD, B_COHER, B_CONTEND, B_IO = (
@@ -57,7 +60,7 @@ B_QUEUE, B_DISPATCH, B_COMPUTE, B_RELOAD, B_COHER, B_CONTEND, B_IO = (
 # The counters a segment's cost credits, each from its SegmentCost field (task-clock
 # and system time come from the segment's duration and its kernel work).
 COST_COUNTERS = ((K_CYC, C_CYC), (K_INS, C_INS), (K_L1L, C_L1L), (K_L1M, C_L1M),
-                 (K_LLCL, C_LLCL), (K_LLCM, C_LLCM))
+                 (K_LLCL, C_LLCL), (K_LLCM, C_LLCM), (K_LLCS, C_LLCS), (K_LLCSM, C_LLCSM))
 # The causes a segment's cost splits its duration into, each from its field (the
 # dispatch cause is the thread's kernel work and wake-up latency; blocked I/O the
 # segment's blocking wait; queue wait what is left of the latency at the end).
@@ -122,7 +125,7 @@ def _run_model(self, seg, req, cpu, env, now):
     m = k.machine
     cost = m.execute(cpu.id, seg, self.tid, now)
     (dur, cyc, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s,
-     contend_s) = cost                           # one unpack: COST_FIELDS order
+     contend_s, llcs, llcsm) = cost              # one unpack: COST_FIELDS order
     extra = self.pending_busy
     stall = self.pending_stall
     total = dur
@@ -148,7 +151,7 @@ def _run_model(self, seg, req, cpu, env, now):
         # Kernel work (switches, syscalls) runs cycles too, as perf counts them.
         cyc += extra * m.current_ghz(cpu.id, now) * 1e9
         cost = (dur, cyc, ins, l1l, l1m, llcl, llcm, compute_s, reload_s, coher_s,
-                contend_s)
+                contend_s, llcs, llcsm)
     if req is not None:
         if req.t_start < 0.0:
             req.t_start = now
@@ -186,6 +189,9 @@ def _run_model(self, seg, req, cpu, env, now):
         ctr[K_L1M] += l1m
         ctr[K_LLCL] += llcl
         ctr[K_LLCM] += llcm
+        if llcs:
+            ctr[K_LLCS] += llcs
+            ctr[K_LLCSM] += llcsm
         if extra:
             ctr[K_SYS] += extra
         self.seg_sys = extra
@@ -230,7 +236,7 @@ def book_owed(self, now: float) -> float:
         owed = owed * m.kernel_slowdown(cpu.id, now) + stall
         cyc = owed * m.current_ghz(cpu.id, now) * 1e9
         ctr[K_CYC] += cyc
-        cost = (owed, cyc) + (0.0,) * 9  # as counters_now reads a piece in flight
+        cost = (owed, cyc) + (0.0,) * 11  # as counters_now reads a piece in flight
     ctr[K_TASK] += owed
     ctr[K_SYS] += owed
     cpu.busy_s += owed
