@@ -1,12 +1,15 @@
 """The compiled hot path (setup.py: Cython over the plain .py modules) changes speed only.
 
-setup.py compiles the modules in COMPILED from the same .py sources, typed by the
-.pxd files beside them. A build without a C compiler runs the same modules as
-plain Python, so the two must give the same numbers bit for bit: every arithmetic
-step in the same order, no fused multiply-adds (-ffp-contract=off), the same
-tables. A built extension is used only while it matches its sources: the build
-records their sha256 in compiled-sources.json beside it, and warmcore.models runs
-the .py instead of a stale one, saying so in one line (models/compiled.py).
+setup.py compiles the modules in COMPILED from the same .py sources: the hardware
+model's, typed by the .pxd files beside them, and the engine's per-event code (the
+kernel, recorder, histogram, pools, request factory), untyped. A build without a C
+compiler runs the same modules as plain Python, so the two must give the same
+numbers bit for bit: every arithmetic step in the same order, no fused
+multiply-adds (-ffp-contract=off), the same tables. A built extension is used only
+while it matches its sources: the build records their sha256 in
+compiled-sources.json beside it, and each package holding compiled modules (the
+core's too) runs the .py instead of a stale one, saying so in one line
+(simcore/compiled.py).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ class SourceOnly(importlib.machinery.PathFinder):
 sys.meta_path.insert(0, SourceOnly)
 import warmcore.cli
 rc = warmcore.cli.main(sys.argv[1:])
-for name in HIDE:
+for name in HIDE & set(sys.modules):   # mmc's ideal machine needs no cache model
     assert sys.modules[name].__file__.endswith(".py"), name
 sys.exit(rc)
 """
@@ -78,6 +81,9 @@ needs_build = pytest.mark.skipif(not compiled_modules(),
     ["pipeline", "--set", "machine.preset=epyc-zen3", "--strategy", "pec",
      "--requests", "800"],                                       # transfers across CCXs
     ["throughput-machine", "--set", "workload.jobs=16", "--set", "machine.preset=t1000"],
+    ["pipeline", "--strategy", "jetty9-milestone", "--requests", "1500"],   # pool dispatches
+    ["pipeline", "--strategy", "pc", "--requests", "1500"],      # the full model's bench line
+    ["mmc", "--requests", "3000"],                               # the ideal machine's fast path
 ])
 def test_compiled_and_plain_python_give_identical_results(args):
     assert run_cli(args, pure=True) == run_cli(args, pure=False)
@@ -87,7 +93,9 @@ def test_source_only_loader_really_loads_the_sources():
     """The check above is only worth something if the plain run is plain Python."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     code = SOURCE_ONLY.split("import warmcore.cli")[0] + (
-        "import warmcore.models.hardware\n"
+        "import importlib\n"
+        "for name in sorted(HIDE):\n"
+        "    importlib.import_module(name)\n"
         "print(sorted(m.__file__ for n, m in sys.modules.items() if n in HIDE))\n")
     p = subprocess.run([sys.executable, "-c", code.format(names=list(COMPILED))],
                        capture_output=True, text=True, env=env, cwd=ROOT, check=True)
@@ -118,8 +126,16 @@ TYPED_PROBES = {
 }
 
 
+def test_every_typed_module_is_probed():
+    """The modules with a .pxd are the typed ones; each has a probe below."""
+    import setup
+
+    typed = {m for m in COMPILED if (ROOT / setup.source_of(m, ".pxd")).is_file()}
+    assert typed == set(TYPED_PROBES)
+
+
 @needs_build
-@pytest.mark.parametrize("module", COMPILED)
+@pytest.mark.parametrize("module", sorted(TYPED_PROBES))
 def test_compiled_modules_are_typed_not_just_compiled(module):
     """Cython finds each .pxd by the module's dotted name (setup.pxd_include_dir);
     without it the build compiles the modules untyped: valid, and silently slow."""
@@ -132,28 +148,39 @@ def test_compiled_modules_are_typed_not_just_compiled(module):
 
 # -- a stale extension is refused ---------------------------------------------------
 
-def test_no_built_extension_is_stale():
+# Every package holding compiled modules checks them on import (its __init__).
+CHECKED_PACKAGES = ("warmcore.simcore", "warmcore.simcore.kernel", "warmcore.strategies",
+                    "warmcore.models", "warmcore.models.workloads")
+
+
+def test_every_compiled_module_is_in_a_checked_package():
+    assert {m.rpartition(".")[0] for m in COMPILED} == set(CHECKED_PACKAGES)
+
+
+@pytest.mark.parametrize("package", CHECKED_PACKAGES)
+def test_no_built_extension_is_stale(package):
     """Every extension beside the sources matches them; else the checks above would
     skip, the compiled path untested. After editing a compiled module: pip install -e ."""
-    import warmcore.models
-
-    assert warmcore.models.STALE == {}, "rebuild the extensions: pip install -e ."
+    assert importlib.import_module(package).STALE == {}, \
+        "rebuild the extensions: pip install -e ."
 
 
 def test_the_build_and_the_check_name_the_same_record():
     import setup
 
-    from warmcore.models import compiled
+    from warmcore.simcore import compiled
 
     assert setup.MANIFEST == compiled.MANIFEST
     assert set(setup.source_digests("warmcore.models.cache")) == {
         "cache.py", "cache.pxd", "coherence.pxd", "membus.pxd", "hardware.pxd"}
+    # an untyped module is built from its .py alone (its package has no .pxd)
+    assert set(setup.source_digests("warmcore.simcore.kernel.core")) == {"core.py"}
 
 
 def fake_build(folder: Path, sources=("mod.py", "mod.pxd")) -> Path:
     """A folder as the build leaves it: mod.py, mod.pxd, an 'extension' beside them (the
     check reads its size, never loads it) and the record of what it was built from."""
-    from warmcore.models.compiled import MANIFEST, digest
+    from warmcore.simcore.compiled import MANIFEST, digest
 
     (folder / "mod.py").write_text("x = 1\n")
     (folder / "mod.pxd").write_text("cdef int x\n")
@@ -166,7 +193,7 @@ def fake_build(folder: Path, sources=("mod.py", "mod.pxd")) -> Path:
 
 
 def test_a_fresh_build_is_used(tmp_path):
-    from warmcore.models.compiled import stale
+    from warmcore.simcore.compiled import stale
 
     fake_build(tmp_path)
     (tmp_path / "other.py").write_text("")        # no extension: nothing to check
@@ -174,7 +201,7 @@ def test_a_fresh_build_is_used(tmp_path):
 
 
 def test_an_edited_source_makes_its_extension_stale_whatever_its_time(tmp_path):
-    from warmcore.models.compiled import stale
+    from warmcore.simcore.compiled import stale
 
     ext = fake_build(tmp_path)
     src = tmp_path / "mod.py"
@@ -191,7 +218,7 @@ def test_an_edited_source_makes_its_extension_stale_whatever_its_time(tmp_path):
 
 
 def test_an_extension_without_a_record_is_stale(tmp_path):
-    from warmcore.models.compiled import MANIFEST, stale
+    from warmcore.simcore.compiled import MANIFEST, stale
 
     fake_build(tmp_path)
     (tmp_path / MANIFEST).unlink()
@@ -243,9 +270,12 @@ LOADED = ("import sys, warmcore.cli; rc = warmcore.cli.main(sys.argv[1:]); "
           "if n in {names!r}), file=sys.stderr); sys.exit(rc)")
 
 
-def run_copy(site: Path, cwd: Path) -> tuple[str, list[str]]:
-    code = LOADED.format(names=set(COMPILED))
-    p = subprocess.run([sys.executable, "-c", code, "run", "pipeline", "--requests", "300",
+def run_copy(site: Path, cwd: Path, package: str = "warmcore.models",
+             args: tuple[str, ...] = ("pipeline",)) -> tuple[str, list[str]]:
+    """Run the copy; stderr's last line lists the files of ``package``'s compiled
+    modules as loaded."""
+    code = LOADED.format(names={m for m in COMPILED if m.rpartition(".")[0] == package})
+    p = subprocess.run([sys.executable, "-c", code, "run", *args, "--requests", "300",
                         "--json"], cwd=cwd, env=dict(os.environ, PYTHONPATH=str(site)),
                        capture_output=True, text=True, check=True)
     return p.stdout, p.stderr.splitlines()
@@ -264,4 +294,23 @@ def test_an_edited_compiled_module_runs_from_its_source_and_says_so(tmp_path):
         "warmcore: stale compiled modules (cache: cache.py changed); warmcore.models runs "
         "its .py modules instead (same results, slower). Rebuild: pip install -e .",
         "cache.py coherence.py hardware.py membus.py"]
+    assert plain_out == compiled_out
+
+
+@needs_build
+def test_an_edited_core_module_runs_from_its_source_and_says_so(tmp_path):
+    """The core's extensions are checked as the models' are: an edited kernel module
+    is never shadowed by its stale extension (simcore/compiled.py)."""
+    site = installed_copy(tmp_path)
+    kernel, args = "warmcore.simcore.kernel", ("pipeline", "--strategy", "jetty9-milestone")
+    compiled_out, err = run_copy(site, tmp_path, kernel, args)
+    assert len(err) == 1 and not any(f.endswith(".py") for f in err[0].split())
+    src = site / "warmcore" / "simcore" / "kernel" / "core.py"
+    src.write_text(src.read_text() + "# edited after the build\n")
+    plain_out, err = run_copy(site, tmp_path, kernel, args)
+    assert err == [
+        "warmcore: stale compiled modules (core: core.py changed); warmcore.simcore.kernel "
+        "runs its .py modules instead (same results, slower). Rebuild: pip install -e .",
+        "accounting.py core.py fastpath.py fluid.py placement.py records.py spin.py "
+        "sync.py threads.py timeslices.py"]
     assert plain_out == compiled_out
