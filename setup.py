@@ -55,7 +55,15 @@ COMPILED = ("warmcore.models.cache", "warmcore.models.coherence", "warmcore.mode
                 "accounting", "core", "fastpath", "fluid", "placement", "records", "spin",
                 "sync", "threads", "timeslices")),
             "warmcore.simcore.recorder", "warmcore.simcore.histogram",
-            "warmcore.strategies.pools", "warmcore.models.workloads.base")
+            "warmcore.strategies.pools", "warmcore.models.workloads.base",
+            # what the profiles of mmc, pipeline pc and jetty9-milestone showed next: the
+            # request, random streams, load generators, governor and energy, the strategies
+            "warmcore.simcore.work", "warmcore.simcore.rng",
+            "warmcore.models.workloads.open_loop", "warmcore.models.workloads.closed_loop",
+            "warmcore.models.workloads.saturating", "warmcore.models.dvfs",
+            "warmcore.models.energy",
+            *(f"warmcore.strategies.{name}" for name in (
+                "shared_queue", "jetty_pool", "jetty9_milestone", "pc", "pec")))
 ROOT = Path(__file__).resolve().parent
 SOURCE_DIRS = {"warmcore.models": "models", "warmcore.models.workloads": "models/workloads",
                "warmcore.simcore": "simcore", "warmcore.simcore.kernel": "simcore/kernel",
