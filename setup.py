@@ -1,9 +1,8 @@
 """Optional compiled hot path: the per-segment and per-event code built with Cython.
 
 The modules in COMPILED stay plain Python: the hardware model's per-segment cost
-(cache, coherence, membus, hardware), typed by the .pxd files beside them, and the
-engine's per-event code (the kernel, the recorder and histogram, the pool
-machinery, the workloads' request factory), compiled as they are. Everything else
+(cache, coherence, membus, hardware), typed by the .pxd files beside them, and
+some of the engine's per-event code, compiled as it is (the list says which). Everything else
 is in pyproject.toml; the extensions are *optional*. Without a C compiler the
 build warns and warmcore runs the same code as plain Python (same numbers, slower:
 README.md gives the measured factor). The C is built with -ffp-contract=off so no
@@ -24,7 +23,7 @@ Each build records what its extensions were built from: BuildExt writes
 ``compiled-sources.json`` beside them, in each folder (the sha256 of each module's
 .py and of its package's .pxd files, and the extension's size), which each
 package holding compiled modules checks on import: a stale extension (say
-kernel/core.py edited in an editable install since the last build) is refused,
+simcore/work.py edited in an editable install since the last build) is refused,
 the .py runs instead and one line says to rebuild (simcore/compiled.py). The
 build side uses content hashes too: a generated .c whose sources' hashes differ
 from ``build/cython-sources.json`` (what each .c was generated from) is deleted
@@ -47,17 +46,14 @@ from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 # The hot path of the hardware model: cache warmth and the per-segment cost (typed
-# by their .pxd files); then the engine's per-event code, compiled as it is (issue 33:
-# the kernel, the recorder and histogram, the pools, the request factory).
+# by their .pxd files); then, untyped, the per-event modules whose compiled build was
+# measured faster than their .py (issue 33, docs/architecture.md "The compiled hot
+# path"): the request and random streams, the load generators, the governor and the
+# energy model, the strategies of the benchmark's lines and their Jetty pool. The
+# kernel, recorder, histogram, pools and request factory were measured slower
+# compiled untyped (jetty9-milestone about 20%) and stay plain until typed.
 COMPILED = ("warmcore.models.cache", "warmcore.models.coherence", "warmcore.models.membus",
             "warmcore.models.hardware",
-            *(f"warmcore.simcore.kernel.{name}" for name in (
-                "accounting", "core", "fastpath", "fluid", "placement", "records", "spin",
-                "sync", "threads", "timeslices")),
-            "warmcore.simcore.recorder", "warmcore.simcore.histogram",
-            "warmcore.strategies.pools", "warmcore.models.workloads.base",
-            # what the profiles of mmc, pipeline pc and jetty9-milestone showed next: the
-            # request, random streams, load generators, governor and energy, the strategies
             "warmcore.simcore.work", "warmcore.simcore.rng",
             "warmcore.models.workloads.open_loop", "warmcore.models.workloads.closed_loop",
             "warmcore.models.workloads.saturating", "warmcore.models.dvfs",

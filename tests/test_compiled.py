@@ -1,8 +1,8 @@
 """The compiled hot path (setup.py: Cython over the plain .py modules) changes speed only.
 
 setup.py compiles the modules in COMPILED from the same .py sources: the hardware
-model's, typed by the .pxd files beside them, and the engine's per-event code (the
-kernel, recorder, histogram, pools, request factory), untyped. A build without a C
+model's, typed by the .pxd files beside them, and some of the engine's per-event
+code (the request, load generators, governor, strategies), untyped. A build without a C
 compiler runs the same modules as plain Python, so the two must give the same
 numbers bit for bit: every arithmetic step in the same order, no fused
 multiply-adds (-ffp-contract=off), the same tables. A built extension is used only
@@ -154,7 +154,7 @@ CHECKED_PACKAGES = ("warmcore.simcore", "warmcore.simcore.kernel", "warmcore.str
 
 
 def test_every_compiled_module_is_in_a_checked_package():
-    assert {m.rpartition(".")[0] for m in COMPILED} == set(CHECKED_PACKAGES)
+    assert {m.rpartition(".")[0] for m in COMPILED} <= set(CHECKED_PACKAGES)
 
 
 @pytest.mark.parametrize("package", CHECKED_PACKAGES)
@@ -174,7 +174,7 @@ def test_the_build_and_the_check_name_the_same_record():
     assert set(setup.source_digests("warmcore.models.cache")) == {
         "cache.py", "cache.pxd", "coherence.pxd", "membus.pxd", "hardware.pxd"}
     # an untyped module is built from its .py alone (its package has no .pxd)
-    assert set(setup.source_digests("warmcore.simcore.kernel.core")) == {"core.py"}
+    assert set(setup.source_digests("warmcore.simcore.work")) == {"work.py"}
 
 
 def fake_build(folder: Path, sources=("mod.py", "mod.pxd")) -> Path:
@@ -305,19 +305,18 @@ def test_an_edited_compiled_module_runs_from_its_source_and_says_so(tmp_path):
 
 @needs_build
 def test_an_edited_core_module_runs_from_its_source_and_says_so(tmp_path):
-    """The core's extensions are checked as the models' are: an edited kernel module
+    """The core's extensions are checked as the models' are: an edited core module
     is never shadowed by its stale extension (simcore/compiled.py)."""
     site = installed_copy(tmp_path)
-    kernel, args = "warmcore.simcore.kernel", ("pipeline", "--strategy", "jetty9-milestone")
-    compiled_out, err = run_copy(site, tmp_path, kernel, args)
+    core, args = "warmcore.simcore", ("pipeline", "--strategy", "jetty9-milestone")
+    compiled_out, err = run_copy(site, tmp_path, core, args)
     assert len(err) == 1 and not any(f.endswith(".py") for f in err[0].split())
-    src = site / "warmcore" / "simcore" / "kernel" / "core.py"
+    src = site / "warmcore" / "simcore" / "work.py"
     src.write_text(src.read_text() + "# edited after the build\n")
-    plain_out, err = run_copy(site, tmp_path, kernel, args)
+    plain_out, err = run_copy(site, tmp_path, core, args)
     assert err == [
-        "warmcore: stale compiled modules (core: core.py changed); warmcore.simcore.kernel "
+        "warmcore: stale compiled modules (work: work.py changed); warmcore.simcore "
         "runs its .py modules instead (same results, slower). Rebuild: pip install -e .",
-        sources_of(kernel)]
-    assert sources_of(kernel) == ("accounting.py core.py fastpath.py fluid.py placement.py "
-                                  "records.py spin.py sync.py threads.py timeslices.py")
+        sources_of(core)]
+    assert sources_of(core) == "rng.py work.py"
     assert plain_out == compiled_out
