@@ -1,8 +1,7 @@
 """Optional compiled hot path: the per-segment and per-event code built with Cython.
 
 The modules in COMPILED stay plain Python: the hardware model's per-segment cost
-(cache, coherence, membus, hardware), typed by the .pxd files beside them, and
-some of the engine's per-event code, compiled as it is (the list says which). Everything else
+(cache, coherence, membus, hardware), typed by the .pxd files beside them. Everything else
 is in pyproject.toml; the extensions are *optional*. Without a C compiler the
 build warns and warmcore runs the same code as plain Python (same numbers, slower:
 README.md gives the measured factor). The C is built with -ffp-contract=off so no
@@ -23,7 +22,7 @@ Each build records what its extensions were built from: BuildExt writes
 ``compiled-sources.json`` beside them, in each folder (the sha256 of each module's
 .py and of its package's .pxd files, and the extension's size), which each
 package holding compiled modules checks on import: a stale extension (say
-simcore/work.py edited in an editable install since the last build) is refused,
+models/cache.py edited in an editable install since the last build) is refused,
 the .py runs instead and one line says to rebuild (simcore/compiled.py). The
 build side uses content hashes too: a generated .c whose sources' hashes differ
 from ``build/cython-sources.json`` (what each .c was generated from) is deleted
@@ -45,21 +44,13 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
-# The hot path of the hardware model: cache warmth and the per-segment cost (typed
-# by their .pxd files); then, untyped, the per-event modules whose compiled build was
-# measured faster than their .py (issue 33, docs/architecture.md "The compiled hot
-# path"): the request and random streams, the load generators, the governor and the
-# energy model, the strategies of the benchmark's lines and their Jetty pool. The
-# kernel, recorder, histogram, pools and request factory were measured slower
-# compiled untyped (jetty9-milestone about 20%) and stay plain until typed.
+# The hot path of the hardware model: cache warmth and the per-segment cost, typed by
+# their .pxd files. A module with no .pxd may be listed too (compiled untyped), but
+# none is: issue 33 compiled the kernel, recorder, histogram, pools, request factory,
+# load generators, governor and strategies untyped, bit-identical, and measured no
+# faster under CPython 3.11 (docs/architecture.md "The compiled hot path").
 COMPILED = ("warmcore.models.cache", "warmcore.models.coherence", "warmcore.models.membus",
-            "warmcore.models.hardware",
-            "warmcore.simcore.work", "warmcore.simcore.rng",
-            "warmcore.models.workloads.open_loop", "warmcore.models.workloads.closed_loop",
-            "warmcore.models.workloads.saturating", "warmcore.models.dvfs",
-            "warmcore.models.energy",
-            *(f"warmcore.strategies.{name}" for name in (
-                "shared_queue", "jetty_pool", "jetty9_milestone", "pc", "pec")))
+            "warmcore.models.hardware")
 ROOT = Path(__file__).resolve().parent
 SOURCE_DIRS = {"warmcore.models": "models", "warmcore.models.workloads": "models/workloads",
                "warmcore.simcore": "simcore", "warmcore.simcore.kernel": "simcore/kernel",

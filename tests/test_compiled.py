@@ -1,15 +1,13 @@
 """The compiled hot path (setup.py: Cython over the plain .py modules) changes speed only.
 
-setup.py compiles the modules in COMPILED from the same .py sources: the hardware
-model's, typed by the .pxd files beside them, and some of the engine's per-event
-code (the request, load generators, governor, strategies), untyped. A build without a C
-compiler runs the same modules as plain Python, so the two must give the same
-numbers bit for bit: every arithmetic step in the same order, no fused
-multiply-adds (-ffp-contract=off), the same tables. A built extension is used only
-while it matches its sources: the build records their sha256 in
-compiled-sources.json beside it, and each package holding compiled modules (the
-core's too) runs the .py instead of a stale one, saying so in one line
-(simcore/compiled.py).
+setup.py compiles the modules in COMPILED from the same .py sources, typed by the
+.pxd files beside them. A build without a C compiler runs the same modules as
+plain Python, so the two must give the same numbers bit for bit: every
+arithmetic step in the same order, no fused multiply-adds (-ffp-contract=off),
+the same tables. A built extension is used only while it matches its sources:
+the build records their sha256 in compiled-sources.json beside it, and each
+package that may hold compiled modules (the core's too) runs the .py instead of
+a stale one, saying so in one line (simcore/compiled.py).
 """
 
 from __future__ import annotations
@@ -83,7 +81,6 @@ needs_build = pytest.mark.skipif(not compiled_modules(),
     ["throughput-machine", "--set", "workload.jobs=16", "--set", "machine.preset=t1000"],
     ["pipeline", "--strategy", "jetty9-milestone", "--requests", "1500"],   # pool dispatches
     ["pipeline", "--strategy", "pc", "--requests", "1500"],      # the full model's bench line
-    ["mmc", "--requests", "3000"],                               # the ideal machine's fast path
 ])
 def test_compiled_and_plain_python_give_identical_results(args):
     assert run_cli(args, pure=True) == run_cli(args, pure=False)
@@ -173,8 +170,6 @@ def test_the_build_and_the_check_name_the_same_record():
     assert setup.MANIFEST == compiled.MANIFEST
     assert set(setup.source_digests("warmcore.models.cache")) == {
         "cache.py", "cache.pxd", "coherence.pxd", "membus.pxd", "hardware.pxd"}
-    # an untyped module is built from its .py alone (its package has no .pxd)
-    assert set(setup.source_digests("warmcore.simcore.work")) == {"work.py"}
 
 
 def fake_build(folder: Path, sources=("mod.py", "mod.pxd")) -> Path:
@@ -303,20 +298,27 @@ def test_an_edited_compiled_module_runs_from_its_source_and_says_so(tmp_path):
     assert plain_out == compiled_out
 
 
-@needs_build
-def test_an_edited_core_module_runs_from_its_source_and_says_so(tmp_path):
-    """The core's extensions are checked as the models' are: an edited core module
-    is never shadowed by its stale extension (simcore/compiled.py)."""
-    site = installed_copy(tmp_path)
-    core, args = "warmcore.simcore", ("pipeline", "--strategy", "jetty9-milestone")
-    compiled_out, err = run_copy(site, tmp_path, core, args)
-    assert len(err) == 1 and not any(f.endswith(".py") for f in err[0].split())
-    src = site / "warmcore" / "simcore" / "work.py"
-    src.write_text(src.read_text() + "# edited after the build\n")
-    plain_out, err = run_copy(site, tmp_path, core, args)
-    assert err == [
-        "warmcore: stale compiled modules (work: work.py changed); warmcore.simcore "
-        "runs its .py modules instead (same results, slower). Rebuild: pip install -e .",
-        sources_of(core)]
-    assert sources_of(core) == "rng.py work.py"
-    assert plain_out == compiled_out
+
+def test_a_core_package_refuses_its_stale_extension(tmp_path, monkeypatch):
+    """The check is the core's (simcore/compiled.py), run first thing by every package
+    that may hold compiled modules, the core's own included: a stale extension is
+    never loaded (here it is not even a valid one, so loading it would fail), its
+    .py runs instead and one line says so."""
+    import warmcore.simcore.compiled as compiled
+
+    folder = tmp_path / "corepkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    fake_build(folder)
+    (folder / "mod.py").write_text("x = 2\n")          # edited after the build
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("corepkg", "corepkg.mod"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import corepkg
+
+    assert compiled.refuse_stale("corepkg", corepkg.__path__) == {
+        "corepkg.mod": "mod.py changed"}
+    mod = importlib.import_module("corepkg.mod")
+    assert mod.__file__.endswith("mod.py") and mod.x == 2
+    monkeypatch.delitem(sys.modules, "corepkg.mod")
