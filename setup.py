@@ -1,4 +1,4 @@
-"""Optional compiled hot path: the per-segment and per-event code built with Cython.
+"""Optional compiled hot path: the hardware model's per-segment code built with Cython.
 
 The modules in COMPILED stay plain Python: the hardware model's per-segment cost
 (cache, coherence, membus, hardware), typed by the .pxd files beside them. Everything else
@@ -15,13 +15,13 @@ package-dir: ``models/`` is ``warmcore.models``). Cython finds the augmenting
 path; ``pxd_include_dir`` lays the .pxd files out that way under build/.
 Without it the modules would compile untyped: valid, but silently slow
 (tests/test_compiled.py checks that the typed modules are typed). A module with
-no .pxd compiles untyped, on purpose: Cython still saves the interpreter's
-dispatch of every bytecode.
+no .pxd would compile untyped: issue 33 found that no faster than CPython 3.11
+for the engine's per-event code, so COMPILED lists none.
 
 Each build records what its extensions were built from: BuildExt writes
 ``compiled-sources.json`` beside them, in each folder (the sha256 of each module's
 .py and of its package's .pxd files, and the extension's size), which each
-package holding compiled modules checks on import: a stale extension (say
+package that may hold compiled modules checks on import: a stale extension (say
 models/cache.py edited in an editable install since the last build) is refused,
 the .py runs instead and one line says to rebuild (simcore/compiled.py). The
 build side uses content hashes too: a generated .c whose sources' hashes differ
