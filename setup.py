@@ -1,11 +1,12 @@
 """Optional compiled hot path: the hardware model's per-segment code built with Cython.
 
-The modules in COMPILED stay plain Python; their .pxd files add C types for
-Cython. Everything else is in pyproject.toml; the extensions are *optional*. Without
-a C compiler the build warns and warmcore runs the same code as plain Python
-(same numbers, about 4x slower on the cache-heavy scenarios). The C is built
-with -ffp-contract=off so no multiply-add is fused: the compiled and the plain
-module then round every operation alike and give bit-identical results.
+The modules in COMPILED stay plain Python: the hardware model's per-segment cost
+(cache, coherence, membus, hardware), typed by the .pxd files beside them. Everything else
+is in pyproject.toml; the extensions are *optional*. Without a C compiler the
+build warns and warmcore runs the same code as plain Python (same numbers, slower:
+README.md gives the measured factor). The C is built with -ffp-contract=off so no
+multiply-add is fused: the compiled and the plain module then round every
+operation alike and give bit-identical results.
 
 The source folders install under the ``warmcore`` namespace (pyproject's
 package-dir: ``models/`` is ``warmcore.models``). Cython finds the augmenting
@@ -13,16 +14,20 @@ package-dir: ``models/`` is ``warmcore.models``). Cython finds the augmenting
 ``warmcore.models.cache`` needs ``warmcore/models/cache.pxd`` on its include
 path; ``pxd_include_dir`` lays the .pxd files out that way under build/.
 Without it the modules would compile untyped: valid, but silently slow
-(tests/test_compiled.py checks that the built modules are typed).
+(tests/test_compiled.py checks that the typed modules are typed). A module with
+no .pxd would compile untyped: issue 33 found that no faster than CPython 3.11
+for the engine's per-event code, so COMPILED lists none.
 
 Each build records what its extensions were built from: BuildExt writes
-``compiled-sources.json`` beside them (the sha256 of each module's .py and the .pxd files, and
-the extension's size), which ``warmcore.models`` checks on import: a stale extension
-(say cache.py edited in an editable install since the last build) is refused, the
-.py runs instead and one line says to rebuild (models/compiled.py). The build side
-uses content hashes too: a generated .c whose sources' hashes differ from
-``build/cython-sources.json`` (what each .c was generated from) is deleted before
-cythonize, so it is regenerated even when a git checkout left the .py older than it.
+``compiled-sources.json`` beside them, in each folder (the sha256 of each module's
+.py and of its package's .pxd files, and the extension's size), which each
+package that may hold compiled modules checks on import: a stale extension (say
+models/cache.py edited in an editable install since the last build) is refused,
+the .py runs instead and one line says to rebuild (simcore/compiled.py). The
+build side uses content hashes too: a generated .c whose sources' hashes differ
+from ``build/cython-sources.json`` (what each .c was generated from) is deleted
+before cythonize, so it is regenerated even when a git checkout left the .py
+older than it.
 
 The explorer, app.py at the checkout's top, is a Streamlit script rather than a
 module: build_py ships a copy as ``warmcore/explorer/app.py``, alone in its folder,
@@ -39,12 +44,18 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
-# The hot path of the hardware model: cache warmth and the per-segment cost.
+# The hot path of the hardware model: cache warmth and the per-segment cost, typed by
+# their .pxd files. A module with no .pxd may be listed too (compiled untyped), but
+# none is: issue 33 compiled the kernel, recorder, histogram, pools, request factory,
+# load generators, governor and strategies untyped, bit-identical, and measured no
+# faster under CPython 3.11 (docs/architecture.md "The compiled hot path").
 COMPILED = ("warmcore.models.cache", "warmcore.models.coherence", "warmcore.models.membus",
             "warmcore.models.hardware")
 ROOT = Path(__file__).resolve().parent
-SOURCE_DIRS = {"warmcore.models": "models"}    # as pyproject's package-dir
-# Beside the extensions: what each was built from (warmcore.models.compiled.MANIFEST).
+SOURCE_DIRS = {"warmcore.models": "models", "warmcore.models.workloads": "models/workloads",
+               "warmcore.simcore": "simcore", "warmcore.simcore.kernel": "simcore/kernel",
+               "warmcore.strategies": "strategies"}    # as pyproject's package-dir
+# Beside the extensions: what each was built from (warmcore.simcore.compiled.MANIFEST).
 MANIFEST = "compiled-sources.json"
 # What each generated .c was generated from.
 C_RECORD = ROOT / "build" / "cython-sources.json"
@@ -79,11 +90,19 @@ class BuildPy(build_py):
                                                    str(Path(self.build_lib, EXPLORER[1]))]
 
 
+def package_pxds(module: str) -> list[str]:
+    """The .pxd files of the compiled modules of ``module``'s package (its own and the
+    ones it may cimport: a changed layout there changes its C too). The stale check
+    reads them beside the extension (simcore/compiled.py), so only its own folder's."""
+    package = module.rpartition(".")[0]
+    pxds = (source_of(m, ".pxd") for m in COMPILED if m.rpartition(".")[0] == package)
+    return [f for f in pxds if (ROOT / f).is_file()]
+
+
 def source_digests(module: str) -> dict[str, str]:
     """File name -> sha256 of what the module's extension is compiled from: its .py and
-    every .pxd of COMPILED (its own, and the ones it may cimport: a changed layout
-    there changes its C too)."""
-    files = [source_of(module), *(source_of(m, ".pxd") for m in COMPILED)]
+    its package's .pxd files."""
+    files = [source_of(module), *package_pxds(module)]
     return {Path(f).name: hashlib.sha256((ROOT / f).read_bytes()).hexdigest() for f in files}
 
 
@@ -143,13 +162,16 @@ class BuildExt(build_ext):
 
 
 def pxd_include_dir() -> str:
-    """build/cython-pxd/warmcore/models/*.pxd: the .pxd files under their dotted names.
+    """build/cython-pxd/warmcore/models/*.pxd: the .pxd files under their dotted names
+    (of the modules that have one).
     A copy is rewritten only when its source differs, keeping the source's time:
     cythonize regenerates a .c older than a .pxd it uses, and fresh copies on every
     build made it regenerate and recompile cache and hardware each time."""
     top = ROOT / "build" / "cython-pxd"
     for module in COMPILED:
         source = ROOT / source_of(module, ".pxd")
+        if not source.is_file():     # compiled untyped
+            continue
         target = top.joinpath(*module.split(".")).with_suffix(".pxd")
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.is_file() or target.read_bytes() != source.read_bytes():

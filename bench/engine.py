@@ -157,8 +157,9 @@ def main() -> None:
         from setup import COMPILED
         built = [n for n in COMPILED
                  if not importlib.import_module(n).__file__.endswith(".py")]
-        print(f"  compiled hot path: {len(built)} of {len(COMPILED)} modules "
-              f"({', '.join(built) or 'none: plain Python'})")
+        plain = [n.removeprefix("warmcore.") for n in COMPILED if n not in built]
+        print(f"  compiled hot path: {len(built)} of {len(COMPILED)} modules"
+              + (f" (plain Python: {', '.join(plain)})" if plain else ""))
         f = best["full"]
         print(f"  warmcore pipeline, all effects on  {f:12,.0f} requests/s")
         print(f"  ratio full/mmc      {f / w:6.2f}   (target >= 0.5, issue 33)")

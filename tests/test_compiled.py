@@ -2,11 +2,12 @@
 
 setup.py compiles the modules in COMPILED from the same .py sources, typed by the
 .pxd files beside them. A build without a C compiler runs the same modules as
-plain Python, so the two must give the same numbers bit for bit: every arithmetic
-step in the same order, no fused multiply-adds (-ffp-contract=off), the same
-tables. A built extension is used only while it matches its sources: the build
-records their sha256 in compiled-sources.json beside it, and warmcore.models runs
-the .py instead of a stale one, saying so in one line (models/compiled.py).
+plain Python, so the two must give the same numbers bit for bit: every
+arithmetic step in the same order, no fused multiply-adds (-ffp-contract=off),
+the same tables. A built extension is used only while it matches its sources:
+the build records their sha256 in compiled-sources.json beside it, and each
+package that may hold compiled modules (the core's too) runs the .py instead of
+a stale one, saying so in one line (simcore/compiled.py).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class SourceOnly(importlib.machinery.PathFinder):
 sys.meta_path.insert(0, SourceOnly)
 import warmcore.cli
 rc = warmcore.cli.main(sys.argv[1:])
-for name in HIDE:
+for name in HIDE & set(sys.modules):   # mmc's ideal machine needs no cache model
     assert sys.modules[name].__file__.endswith(".py"), name
 sys.exit(rc)
 """
@@ -78,6 +79,8 @@ needs_build = pytest.mark.skipif(not compiled_modules(),
     ["pipeline", "--set", "machine.preset=epyc-zen3", "--strategy", "pec",
      "--requests", "800"],                                       # transfers across CCXs
     ["throughput-machine", "--set", "workload.jobs=16", "--set", "machine.preset=t1000"],
+    ["pipeline", "--strategy", "jetty9-milestone", "--requests", "1500"],   # pool dispatches
+    ["pipeline", "--strategy", "pc", "--requests", "1500"],      # the full model's bench line
 ])
 def test_compiled_and_plain_python_give_identical_results(args):
     assert run_cli(args, pure=True) == run_cli(args, pure=False)
@@ -87,7 +90,9 @@ def test_source_only_loader_really_loads_the_sources():
     """The check above is only worth something if the plain run is plain Python."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     code = SOURCE_ONLY.split("import warmcore.cli")[0] + (
-        "import warmcore.models.hardware\n"
+        "import importlib\n"
+        "for name in sorted(HIDE):\n"
+        "    importlib.import_module(name)\n"
         "print(sorted(m.__file__ for n, m in sys.modules.items() if n in HIDE))\n")
     p = subprocess.run([sys.executable, "-c", code.format(names=list(COMPILED))],
                        capture_output=True, text=True, env=env, cwd=ROOT, check=True)
@@ -118,8 +123,16 @@ TYPED_PROBES = {
 }
 
 
+def test_every_typed_module_is_probed():
+    """The modules with a .pxd are the typed ones; each has a probe below."""
+    import setup
+
+    typed = {m for m in COMPILED if (ROOT / setup.source_of(m, ".pxd")).is_file()}
+    assert typed == set(TYPED_PROBES)
+
+
 @needs_build
-@pytest.mark.parametrize("module", COMPILED)
+@pytest.mark.parametrize("module", sorted(TYPED_PROBES))
 def test_compiled_modules_are_typed_not_just_compiled(module):
     """Cython finds each .pxd by the module's dotted name (setup.pxd_include_dir);
     without it the build compiles the modules untyped: valid, and silently slow."""
@@ -132,18 +145,27 @@ def test_compiled_modules_are_typed_not_just_compiled(module):
 
 # -- a stale extension is refused ---------------------------------------------------
 
-def test_no_built_extension_is_stale():
+# Every package holding compiled modules checks them on import (its __init__).
+CHECKED_PACKAGES = ("warmcore.simcore", "warmcore.simcore.kernel", "warmcore.strategies",
+                    "warmcore.models", "warmcore.models.workloads")
+
+
+def test_every_compiled_module_is_in_a_checked_package():
+    assert {m.rpartition(".")[0] for m in COMPILED} <= set(CHECKED_PACKAGES)
+
+
+@pytest.mark.parametrize("package", CHECKED_PACKAGES)
+def test_no_built_extension_is_stale(package):
     """Every extension beside the sources matches them; else the checks above would
     skip, the compiled path untested. After editing a compiled module: pip install -e ."""
-    import warmcore.models
-
-    assert warmcore.models.STALE == {}, "rebuild the extensions: pip install -e ."
+    assert importlib.import_module(package).STALE == {}, \
+        "rebuild the extensions: pip install -e ."
 
 
 def test_the_build_and_the_check_name_the_same_record():
     import setup
 
-    from warmcore.models import compiled
+    from warmcore.simcore import compiled
 
     assert setup.MANIFEST == compiled.MANIFEST
     assert set(setup.source_digests("warmcore.models.cache")) == {
@@ -153,7 +175,7 @@ def test_the_build_and_the_check_name_the_same_record():
 def fake_build(folder: Path, sources=("mod.py", "mod.pxd")) -> Path:
     """A folder as the build leaves it: mod.py, mod.pxd, an 'extension' beside them (the
     check reads its size, never loads it) and the record of what it was built from."""
-    from warmcore.models.compiled import MANIFEST, digest
+    from warmcore.simcore.compiled import MANIFEST, digest
 
     (folder / "mod.py").write_text("x = 1\n")
     (folder / "mod.pxd").write_text("cdef int x\n")
@@ -166,7 +188,7 @@ def fake_build(folder: Path, sources=("mod.py", "mod.pxd")) -> Path:
 
 
 def test_a_fresh_build_is_used(tmp_path):
-    from warmcore.models.compiled import stale
+    from warmcore.simcore.compiled import stale
 
     fake_build(tmp_path)
     (tmp_path / "other.py").write_text("")        # no extension: nothing to check
@@ -174,7 +196,7 @@ def test_a_fresh_build_is_used(tmp_path):
 
 
 def test_an_edited_source_makes_its_extension_stale_whatever_its_time(tmp_path):
-    from warmcore.models.compiled import stale
+    from warmcore.simcore.compiled import stale
 
     ext = fake_build(tmp_path)
     src = tmp_path / "mod.py"
@@ -191,7 +213,7 @@ def test_an_edited_source_makes_its_extension_stale_whatever_its_time(tmp_path):
 
 
 def test_an_extension_without_a_record_is_stale(tmp_path):
-    from warmcore.models.compiled import MANIFEST, stale
+    from warmcore.simcore.compiled import MANIFEST, stale
 
     fake_build(tmp_path)
     (tmp_path / MANIFEST).unlink()
@@ -243,12 +265,21 @@ LOADED = ("import sys, warmcore.cli; rc = warmcore.cli.main(sys.argv[1:]); "
           "if n in {names!r}), file=sys.stderr); sys.exit(rc)")
 
 
-def run_copy(site: Path, cwd: Path) -> tuple[str, list[str]]:
-    code = LOADED.format(names=set(COMPILED))
-    p = subprocess.run([sys.executable, "-c", code, "run", "pipeline", "--requests", "300",
+def run_copy(site: Path, cwd: Path, package: str = "warmcore.models",
+             args: tuple[str, ...] = ("pipeline",)) -> tuple[str, list[str]]:
+    """Run the copy; stderr's last line lists the files of ``package``'s compiled
+    modules as loaded."""
+    code = LOADED.format(names={m for m in COMPILED if m.rpartition(".")[0] == package})
+    p = subprocess.run([sys.executable, "-c", code, "run", *args, "--requests", "300",
                         "--json"], cwd=cwd, env=dict(os.environ, PYTHONPATH=str(site)),
                        capture_output=True, text=True, check=True)
     return p.stdout, p.stderr.splitlines()
+
+
+def sources_of(package: str) -> str:
+    """The .py files of ``package``'s compiled modules, as run_copy lists them."""
+    return " ".join(sorted(m.rpartition(".")[2] + ".py" for m in COMPILED
+                           if m.rpartition(".")[0] == package))
 
 
 @needs_build
@@ -259,9 +290,35 @@ def test_an_edited_compiled_module_runs_from_its_source_and_says_so(tmp_path):
     src = site / "warmcore" / "models" / "cache.py"
     src.write_text(src.read_text() + "# edited after the build\n")
     plain_out, err = run_copy(site, tmp_path)
-    # the modules that cimport cache run as .py too: all four do
+    # the modules that cimport cache run as .py too: the package's every compiled module
     assert err == [
         "warmcore: stale compiled modules (cache: cache.py changed); warmcore.models runs "
         "its .py modules instead (same results, slower). Rebuild: pip install -e .",
-        "cache.py coherence.py hardware.py membus.py"]
+        sources_of("warmcore.models")]
     assert plain_out == compiled_out
+
+
+
+def test_a_core_package_refuses_its_stale_extension(tmp_path, monkeypatch):
+    """The check is the core's (simcore/compiled.py), run first thing by every package
+    that may hold compiled modules, the core's own included: a stale extension is
+    never loaded (here it is not even a valid one, so loading it would fail), its
+    .py runs instead and one line says so."""
+    import warmcore.simcore.compiled as compiled
+
+    folder = tmp_path / "corepkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    fake_build(folder)
+    (folder / "mod.py").write_text("x = 2\n")          # edited after the build
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("corepkg", "corepkg.mod"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import corepkg
+
+    assert compiled.refuse_stale("corepkg", corepkg.__path__) == {
+        "corepkg.mod": "mod.py changed"}
+    mod = importlib.import_module("corepkg.mod")
+    assert mod.__file__.endswith("mod.py") and mod.x == 2
+    monkeypatch.delitem(sys.modules, "corepkg.mod")

@@ -75,7 +75,8 @@ def test_breakdown_indices_follow_the_causes():
 
 def _augmented_indices(func: str, ledger: str) -> set[str]:
     """Names ``X`` in ``ledger[X] += ...`` inside the function ``func`` of accounting."""
-    tree = ast.parse(Path(accounting.__file__).read_text())
+    # the .py beside it: the module itself may be the compiled extension (setup.py)
+    tree = ast.parse(Path(accounting.__file__).with_name("accounting.py").read_text())
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == func)
     out = set()
     for node in ast.walk(fn):

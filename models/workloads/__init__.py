@@ -19,7 +19,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from warmcore.simcore.compiled import refuse_stale
 from warmcore.simcore.config import WORKLOADS
+
+# Its compiled modules run only while they match their sources (simcore/compiled.py);
+# checked before any of them is imported. Module name -> why refused, empty when all match.
+STALE = refuse_stale(__name__, __path__)
 
 
 def discover() -> None:

@@ -17,6 +17,12 @@ Strategies use ``Kernel.process``, ``Kernel.spawn``, ``Kernel.wake`` and the thr
 API; everything else here is the kernel's own.
 """
 
+from warmcore.simcore.compiled import refuse_stale
+
+# Its compiled modules run only while they match their sources (simcore/compiled.py);
+# checked before any of them is imported. Module name -> why refused, empty when all match.
+STALE = refuse_stale(__name__, __path__)
+
 from warmcore.simcore.kernel.accounting import (
     B_COHER,
     B_COMPUTE,

@@ -1,19 +1,26 @@
 """A compiled module is used only while it matches its source.
 
-setup.py builds the hardware model's hot path (cache, coherence, membus, hardware)
-with Cython from the ``.py`` modules here and their ``.pxd`` files, and records in
-``compiled-sources.json``, beside the extensions, what each was built from: the
-sha256 of its ``.py`` and of the ``.pxd`` files (its own and those it may
-``cimport``), and the extension file's size. Python prefers an
-extension to the ``.py`` beside it, so an edited ``cache.py`` in an editable install
-would otherwise be silently ignored until the next build. Content hashes, not
+setup.py builds the hot path with Cython from the plain ``.py`` modules (COMPILED
+there: now the hardware model's cache, coherence, membus and hardware, typed by
+their ``.pxd`` files; any module of the core, the strategies or the workloads may be
+listed), and records in ``compiled-sources.json``, beside the extensions of each
+folder, what each was built from: the sha256 of its ``.py`` and of the ``.pxd``
+files of its package (its own and those it may ``cimport``), and the extension
+file's size. Python prefers an extension to the ``.py`` beside it, so an edited
+``cache.py`` in an editable install would otherwise be silently ignored until
+the next build. Content hashes, not
 modification times: a git checkout sets the times of the files it writes.
 
-On a mismatch (a source changed, an extension replaced, or an extension with no
-build record) every compiled module of the folder runs from its ``.py`` instead
-(the extensions ``cimport`` each other, so a plain module cannot sit under a
-compiled one), with one line on standard error naming the stale ones and how to
-rebuild; the numbers are the same, only slower (tests/test_compiled.py).
+Each package that may hold compiled modules calls ``refuse_stale`` first thing in its
+``__init__`` (before any of its modules is imported): ``warmcore.simcore``,
+``warmcore.simcore.kernel``, ``warmcore.strategies``, ``warmcore.models`` and
+``warmcore.models.workloads``. The check lives here, in the core, because the core
+must not import ``models/`` (tests/test_layers.py) and both use it. On a mismatch
+(a source changed, an extension replaced, or an extension with no build record)
+every compiled module of that package runs from its ``.py`` instead (the
+extensions of a package may ``cimport`` each other, so a plain module cannot sit
+under a compiled one), with one line on standard error naming the stale ones and
+how to rebuild; the numbers are the same, only slower (tests/test_compiled.py).
 """
 
 from __future__ import annotations
