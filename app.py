@@ -196,6 +196,21 @@ def init_state() -> None:
         st.session_state.base = name
 
 
+def shortened_note(sc: warmcore.Scenario) -> str:
+    """Says so when the view runs a built-in scenario for fewer requests than the
+    scenario itself does (builtin() shortens the first view to DEFAULT_REQUESTS): on a
+    scenario whose clients all start at once (ewyk-2015's 2000 client threads) a short
+    run measures the start, not what the scenario is about."""
+    base = st.session_state.base
+    if not base or st.session_state.uploads:
+        return ""
+    own = warmcore.Scenario.load(base).run.requests
+    if own is None or sc.run.requests is None or sc.run.requests >= own:
+        return ""
+    return (f"  \nshorter than the scenario's own {own:,} requests, for a quick first "
+            f"view: set Requests to {own:,} for the figures its docs give")
+
+
 def changed_note(sc: warmcore.Scenario) -> str:
     """What the setup has changed from its built-in scenario, for the header (whose
     description is the built-in's)."""
@@ -642,7 +657,8 @@ def page() -> None:
     st.title("warmcore: what-if explorer")
     st.caption(f"**{sc.name}**: {sc.description}  \nmachine `{sc.machine.preset}`, "
                f"workload `{sc.workload.kind}`, seed {sc.seed}, "
-               f"{sc.run.requests or 0:,} requests per strategy" + changed_note(sc))
+               f"{sc.run.requests or 0:,} requests per strategy" + shortened_note(sc)
+               + changed_note(sc))
     if st.session_state.error:
         st.error(st.session_state.error)
     names = st.session_state.strategies

@@ -1139,3 +1139,16 @@ def test_the_presets_topology_is_shown_whole():
     for name, row in whole.iterrows():
         assert f"{name}: **{row['value']}**" in shown[0]
     assert "1.6, 1.7" in shown[0] and "3.4**" in shown[0]      # the i7-3770's P-states
+
+
+def test_a_shortened_builtin_says_so_and_its_own_length_does_not():
+    """The first view of a built-in scenario runs at most DEFAULT_REQUESTS; the header
+    says when that is shorter than the scenario's own run (ewyk-2015's 60,000: a short
+    run there measures its 2000 clients' start), and stops saying so at its length."""
+    at = open_base("ewyk-2015")
+    note = "shorter than the scenario's own 60,000 requests"
+    assert any(note in c.value for c in at.main.caption)
+    widget(at, "number_input", "req").set_value(60_000)
+    widget(at, "multiselect", "strategies").set_value(["pc"])
+    apply(at)
+    assert not any(note in c.value for c in at.main.caption)
