@@ -40,6 +40,26 @@ def run(base="mmc", sets=None, seed=None, **runopts) -> dict:
     return simulate(cfg) if seed is None else simulate_once(cfg, seed)
 
 
+def request_factory(sets: dict | None = None, base: str = "pipeline"):
+    """The RequestFactory of a built-in scenario edited by ``sets``, on a stand-in
+    context: the i7-3770's nominal instructions per second and one seeded stream."""
+    import warmcore
+    from warmcore.models.workloads.base import RequestFactory
+
+    class Ctx:
+        cfg = warmcore.Scenario.load(base).edit(sets or {})
+
+        class machine:
+            nominal_ips = 4.42e9
+
+        class streams:
+            @staticmethod
+            def generator(_name):
+                return np.random.default_rng(1)
+
+    return RequestFactory(Ctx)
+
+
 def replicate(cfg, key_fn, reps: int, base_seed: int = 7):
     """Run ``reps`` independent replications; return the values of key_fn(result)."""
     seeds = np.random.SeedSequence(base_seed).generate_state(reps).tolist()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 
 import warmcore
-from warmcore.models.workloads.base import RequestFactory
 from warmcore.simcore.work import (
     C_L1M,
     C_LLCL,
@@ -23,6 +22,7 @@ from warmcore.simcore.work import (
     Footprint,
     Segment,
 )
+from tests.helpers import request_factory
 from tests.test_hardware import machine
 
 
@@ -86,32 +86,14 @@ def test_loads_and_stores_add_up_to_the_l2_misses_of_before(fresh):
     assert split[C_LLCS] == pytest.approx(min(fresh, 64.0))
 
 
-def _factory(sets):
-    sc = warmcore.Scenario.load("pipeline").edit(sets)
-
-    class Ctx:
-        cfg = sc
-
-        class machine:
-            nominal_ips = 4.42e9
-
-        class streams:
-            @staticmethod
-            def generator(_name):
-                import numpy as np
-                return np.random.default_rng(1)
-
-    return RequestFactory(Ctx)
-
-
 def test_the_parser_writes_the_parsed_request_first_and_reads_the_bytes():
     """pipeline: task_kib 4 (64 lines), request_kib 0.2 (3.2 lines on the wire): the
     produce segment's task has 60.8 fresh lines, the consumer's none. A task smaller
     than the request is all bytes read: no fresh line."""
-    req = _factory({}).make(0.0)
+    req = request_factory({}).make(0.0)
     assert req.produce.footprint[0] == Footprint(TASK, 0, 64.0, True, 60.8)
     assert req.consume.footprint[0] == Footprint(TASK, 0, 64.0, False, 0.0)
-    small = _factory({"work.task_kib": 0.1, "work.request_kib": 0.2}).make(0.0)
+    small = request_factory({"work.task_kib": 0.1, "work.request_kib": 0.2}).make(0.0)
     assert small.produce.footprint[0].fresh == 0.0
 
 

@@ -9,7 +9,6 @@ import pytest
 import warmcore
 from warmcore.models.hardware import HardwareMachine
 from warmcore.models.presets import get_preset, with_overrides
-from warmcore.models.workloads.base import RequestFactory
 from warmcore.simcore.work import (
     C_COHER,
     C_CYC,
@@ -22,6 +21,7 @@ from warmcore.simcore.work import (
     Footprint,
     Segment,
 )
+from tests.helpers import request_factory
 from tests.test_hardware import TEST, machine
 
 LINE = 64
@@ -133,21 +133,7 @@ def test_read_mostly_data_is_one_copy_every_core_reads_from_the_llc():
 
 
 def test_data_kib_is_read_by_the_handler_only():
-    sc = warmcore.Scenario.load("pipeline").edit({"work.data_kib": 64.0})
-
-    class Ctx:
-        cfg = sc
-
-        class machine:
-            nominal_ips = 4.42e9
-
-        class streams:
-            @staticmethod
-            def generator(_name):
-                import numpy as np
-                return np.random.default_rng(1)
-
-    req = RequestFactory(Ctx).make(0.0)
+    req = request_factory({"work.data_kib": 64.0}).make(0.0)
     data = [f for f in req.consume.footprint if f.key == "read-mostly"]
     assert data == [Footprint(SHARED, "read-mostly", 1024.0, False)]
     assert not [f for f in req.produce.footprint if f.key == "read-mostly"]
