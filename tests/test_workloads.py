@@ -311,6 +311,24 @@ def test_program_call_from_an_empirical_list_blocks_only_above_zero():
     assert r["breakdown_us"]["blocked_io"] == pytest.approx(500.0, rel=0.05)
 
 
+def test_a_call_drawn_as_zero_is_no_call_for_virtual_threads_either():
+    """The request's program leaves out a call whose draw is 0, so no runner sees one: a
+    virtual thread does not freeze and unmount for it. The fastest request of a program
+    with a call of 0 or 1000 us takes exactly as long as one of the compute alone."""
+    base = ["workload.kind=\"closed\"", "workload.clients=1", "workload.think_us=100",
+            "workload.service=\"deterministic\"", "workload.service_us=10"]
+
+    def fastest(program):
+        sc = load("mmc", [*base, f"work.program={program}"], strategy="virtual-threads",
+                  requests=400)
+        return simulate_once(sc, 3)["latency_us"]["min"]
+
+    alone = fastest("[{compute_us=10.0}]")
+    with_zero = fastest('[{compute_us=10.0}, {call_us=500.0, distribution="empirical", '
+                        'values_us=[0.0, 1000.0]}]')
+    assert with_zero == pytest.approx(alone, rel=1e-9)
+
+
 @pytest.mark.parametrize("step, field", [
     ('{call_us=5.0, values_us=[5.0]}', "values_us"),                       # not empirical
     ('{call_us=5.0, distribution="empirical"}', "values_us"),              # no values

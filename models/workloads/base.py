@@ -213,7 +213,9 @@ class RequestFactory:
                 fp, ops = (), 0
                 steps.append((STEP_RUN, seg))
             elif kind == STEP_CALL:
-                steps.append((STEP_CALL, arg()))
+                secs = arg()
+                if secs > 0.0:          # a draw of 0 is no call (sleep only if delay > 0)
+                    steps.append((STEP_CALL, secs))
             else:
                 steps.append((kind, arg))
         return Program(tuple(steps))

@@ -170,8 +170,6 @@ def _program_steps(self, prog, req, done):
             if req is not None:
                 req.consumed_by = self.tid
         elif kind == STEP_CALL:                   # a blocking call (a database query)
-            if arg <= 0.0:                        # no call (an empirical draw of 0)
-                continue
             if req is not None:
                 if req.t_start < 0.0:             # no compute before it: served from here
                     req.t_start = k.env.now
