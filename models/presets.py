@@ -405,11 +405,7 @@ I7_3770 = Preset(
     # ("3700 MHz max turbo 4 active cores ... 3900 MHz max turbo 1 active cores";
     # trexw0w/csgo-server-basic-guide, Server_Optimization.md, Debian 9, 2019)
     # ondemand as Linux 3.5 (the Jetty 8 machine's kernel) has it: 'load-freq'
-    # its streamer still follows every DRAM line (stream_walks_only false): with walks
-    # only, tests/test_dvfs_per_cpu.py's seed-1 ratio of per-CPU to package policies for
-    # jetty9-milestone moves from 0.947 to 0.971 against the test's 0.97 (docs/model.md
-    # "A core's demand reaches the memory bus"), held for the lead's decision
-    extra=PresetExtra(stream_ahead_lines=20.0, stream_walks_only=False,
+    extra=PresetExtra(stream_ahead_lines=20.0,
                       turbo_bins_ghz=(3.9, 3.9, 3.8, 3.7),
                       cpufreq_policy="cpu", ondemand_rule="load-freq", **_CLIENT_RAPL),
 )

@@ -235,7 +235,7 @@ def test_the_jetty_8_fit_predicts_the_milestones_parallel_slowdown(jetty_8_fit, 
     """From the fit, jetty9-milestone against pc on the measured setup: slower, more
     than one CPU, a lower IPC and clock, more LLC loads and L1d misses per request
     (phenomenon 1), each predicted with its interval. Not yet as written: "several
-    times" the LLC loads (1.58x here, with LLC-loads counted as demand reads only;
+    times" the LLC loads (1.47x here, with LLC-loads counted as demand reads only;
     issue 28 stays open, docs/calibration.md)."""
     from warmcore.calibration.fit import predict
     from warmcore.calibration.params import load_params, write_params
@@ -244,7 +244,10 @@ def test_the_jetty_8_fit_predicts_the_milestones_parallel_slowdown(jetty_8_fit, 
     write_params(jetty_8_fit, out)
     params = load_params(out)
     scenario = str(pytestconfig.rootpath / EXAMPLE / "jetty-8.toml")
-    pc, j9 = (predict(params, scenario, strategy=s, draws=4)
+    # 20,000 requests: the milestone's clock is ondemand's choice every 10 ms, and
+    # predict's 3,000 requests (0.14 s, 14 samples) end before it settles (1.84 GHz
+    # after 3,000 requests, 1.60 after 20,000; pc 2.03 and 2.00)
+    pc, j9 = (predict(params, scenario, strategy=s, draws=4, requests=20000)
               for s in ("pc", "jetty9-milestone"))
     assert all(p["interval95"]["throughput_rps"][0] <= p["interval95"]["throughput_rps"][1]
                for p in (pc, j9))

@@ -128,9 +128,8 @@ def test_a_memory_bound_batch_flattens_where_the_bus_runs_out():
 # The streamer follows sequential walks only (TASK footprints); a thread's stack or
 # scattered objects are no ascending run of addresses (models.hardware "Streams").
 
-# the i7-3770 keeps following every DRAM line (stream_walks_only false, held: see
-# models/presets.py); these tests take its figures with walks only
-IVB_WALKS = with_overrides(IVB, extra={"stream_walks_only": True})
+# the i7-3770's streamer follows walks only, as the Sandy Bridge manual says
+IVB_WALKS = IVB
 
 
 def cold(kind, key, compute_us=300.0, lines=LINES):
@@ -184,9 +183,13 @@ def test_a_thread_s_object_touched_whole_is_a_walk():
     assert cost[0] == pytest.approx(300 * US + DEMAND_S, rel=1e-9)
 
 
-def test_the_i7_3770_still_streams_every_dram_line():
-    """Held (models/presets.py): on the i7-3770 a cold 4 MiB stack streams like a walk,
-    300 + 72.56 us behind 300 us of compute, as when the streamer was first landed."""
-    assert not IVB.extra.stream_walks_only
-    cost = machine().execute(0, cold(THREAD, None), 1, 0.0)
+def test_the_i7_3770_streams_walks_only():
+    assert IVB.extra.stream_walks_only
+
+
+def test_a_streamer_told_to_follow_every_line_streams_a_stack():
+    """``stream_walks_only = false`` (the streamer as first landed): a cold 4 MiB stack
+    streams like a walk, 300 + 72.56 us behind 300 us of compute."""
+    every_line = with_overrides(IVB, extra={"stream_walks_only": False})
+    cost = machine(every_line).execute(0, cold(THREAD, None), 1, 0.0)
     assert cost[0] == pytest.approx(300 * US + DEMAND_S, rel=1e-9)

@@ -59,7 +59,7 @@ def test_presets_are_frozen_and_strict():
     # one extra field overridden, the preset's others kept (the i7-3770's streamer,
     # turbo bins, RAPL window, per-CPU cpufreq policies and Linux 3.5's ondemand rule)
     assert with_overrides(p, extra={"l1i_ways": 4}).extra == PresetExtra(
-        l1i_ways=4, stream_ahead_lines=20.0, stream_walks_only=False,
+        l1i_ways=4, stream_ahead_lines=20.0,
         turbo_bins_ghz=(3.9, 3.9, 3.8, 3.7),
         power_limit_tau_s=1.0, power_limit_2_ratio=1.25, cpufreq_policy="cpu",
         ondemand_rule="load-freq")
