@@ -23,6 +23,8 @@ from simpy.events import Event
 from warmcore.simcore.kernel.accounting import B_IO, K_LLCL, K_LLCM
 from warmcore.simcore.kernel.records import BLOCKED, PARKED, RUNNABLE, Cpu
 from warmcore.simcore.kernel.threads import Thread
+from warmcore.simcore.machine import (WAKE_MIGRATE, WAKE_REMOTE, WAKE_RESUME,
+                                      WAKE_RESUME_RQ, WAKE_RQ, WAKE_WAIT)
 
 
 class Placement:
@@ -79,12 +81,12 @@ class Placement:
         if waker is not None:
             waker.pending_busy += self.machine.futex_wake_cost()
             waker.futex_wakes += 1
-            if self.wake_lines and waker.cpu is not None:
-                self._wake_lines_of_waker(t, waker)
         if sync_cpu is not None:
             cpu = self._select_cpu(t, sync_cpu, sync=True)
         else:
             cpu = self._select_cpu(t, waker.cpu if waker is not None else None)
+        if waker is not None and self.wake_lines and waker.cpu is not None:
+            self._wake_lines_of_waker(t, waker, cpu)
         if cpu.current is None:
             self._dispatch(cpu, t, from_idle=True)
         else:
@@ -126,18 +128,44 @@ class Placement:
             t.vruntime = floor
         return cur_v - t.vruntime > self.wakeup_gran
 
-    def _wake_lines_of_waker(self, t: Thread, waker: Thread) -> None:
-        """The waker's futex wake reads and writes the wait structures ``t``'s CPU
-        wrote when ``t`` went to sleep; ``t`` re-reads them where it resumes
-        (``_dispatch``)."""
-        t.woken_from = waker.cpu.id
+    def _wake_lines_of_waker(self, t: Thread, waker: Thread, target: Cpu) -> None:
+        """The waker's side of a futex wake-up whose task goes to ``target``
+        (kernel/futex.c ``futex_wake``, kernel/sched/core.c ``try_to_wake_up``, Linux
+        3.x): the wait structures the sleeper's core wrote when it queued itself (the
+        futex bucket and futex_q, its task_struct, the Parker: WAKE_WAIT), then
+        ``ttwu_queue``: a target sharing the waker's LLC is enqueued by the waker under
+        that run queue's lock (``ttwu_do_activate``: the target rq's lines, WAKE_RQ); one
+        in another LLC gets the task on its ``wake_list`` and an IPI
+        (``ttwu_queue_remote``: one line, WAKE_REMOTE) and enqueues it itself. The woken
+        thread reads back what the waker wrote where it resumes (``_resume_lines``)."""
+        w = waker.cpu
+        t.woken_from = w.id
         if t.last_cpu is not None:
-            self._charge_lines(waker, t.last_cpu.id, waker.cpu.id)
+            self._charge_lines(waker, t.last_cpu.id, w.id, WAKE_WAIT)
+        part = WAKE_RQ if target.llc == w.llc else WAKE_REMOTE
+        self._charge_lines(waker, target.id, w.id, part)
 
-    def _charge_lines(self, th: Thread, from_cpu: int, on_cpu: int) -> None:
-        """``th``, on ``on_cpu``, pays the wake-up's lines last written on ``from_cpu``:
-        kernel work (system time, the hand-off's dispatch cause) and LLC loads."""
-        s, loads, misses = self.machine.wake_transfer(from_cpu, on_cpu)
+    def _resume_lines(self, t: Thread, cpu: Cpu) -> None:
+        """The woken thread's side, as it is switched in on ``cpu``: the lines the
+        waker's core wrote that its return from ``schedule()`` reads (its task_struct,
+        futex_q, Parker: WAKE_RESUME), the run queue the waker enqueued it on, read by
+        ``cpu``'s ``__schedule`` (WAKE_RESUME_RQ; across LLCs the ``wake_list`` line
+        instead, WAKE_REMOTE), and, if it runs on another CPU than the one it slept on,
+        its kernel stack's return path and thread state from that CPU's core
+        (WAKE_MIGRATE)."""
+        w = t.woken_from
+        t.woken_from = -1
+        self._charge_lines(t, w, cpu.id, WAKE_RESUME)
+        part = WAKE_RESUME_RQ if self.cpus[w].llc == cpu.llc else WAKE_REMOTE
+        self._charge_lines(t, w, cpu.id, part)
+        if t.last_cpu is not None and t.last_cpu is not cpu:
+            self._charge_lines(t, t.last_cpu.id, cpu.id, WAKE_MIGRATE)
+
+    def _charge_lines(self, th: Thread, from_cpu: int, on_cpu: int, part: int) -> None:
+        """``th``, on ``on_cpu``, pays one part of a wake-up's lines last written on
+        ``from_cpu``'s core (MachineModel.wake_transfer): kernel work (system time, the
+        hand-off's dispatch cause) and LLC loads."""
+        s, loads, misses = self.machine.wake_transfer(from_cpu, on_cpu, part)
         if s:
             th.pending_stall += s       # line transfers: nanoseconds at any clock
             ctr = th.ctr
