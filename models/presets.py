@@ -207,6 +207,12 @@ class PresetExtra(BaseModel):
         "(switch_to's saved stack pointer: 1) and futex_wait's hrtimer_sleeper on its "
         "stack (struct hrtimer and the task pointer: 2). The call frames between "
         "sys_futex and __schedule, whose sizes the compiler sets, are not counted"))
+    wake_scan_lines: float = Field(default=2.0, ge=0, le=1000, description=(
+        "lines the waker reads from each other CPU's core whose run queue "
+        "select_task_rq_fair looks at before it settles on the target "
+        "(select_idle_sibling -> idle_cpu: rq->nr_running on the rq lock's line, "
+        "rq->curr and rq->idle on the clock's line, each written on that CPU at every "
+        "switch, enqueue and tick: 2); the target's are in wake_rq_lines"))
     contended_waiter_cost: float = Field(default=1.0, ge=0, le=100, description=(
         "extra line transfers per other waiting core at each handover of a contended "
         "line: 1 = each waiter's copy re-fetched (test-and-test-and-set and ticket locks: "

@@ -49,11 +49,13 @@ EFFECTS = {
 #   resume_rq  the woken thread's CPU, from the waker's core: the run queue it enqueued
 #   migrate    the woken thread, from its own previous core when it runs on another:
 #              its kernel stack's return path and thread state
-WAKE_PARTS = ("wait", "rq", "remote", "resume", "resume_rq", "migrate")
+#   scan       the waker, from each other CPU whose run queue select_task_rq_fair read
+WAKE_PARTS = ("wait", "rq", "remote", "resume", "resume_rq", "migrate", "scan")
 WAKE_PART_FIELDS = ("futex_wake_lines", "wake_rq_lines", "wake_remote_lines",
-                    "wake_resume_lines", "wake_resume_rq_lines", "wake_migrate_lines")
+                    "wake_resume_lines", "wake_resume_rq_lines", "wake_migrate_lines",
+                    "wake_scan_lines")
 (WAKE_WAIT, WAKE_RQ, WAKE_REMOTE, WAKE_RESUME, WAKE_RESUME_RQ,
- WAKE_MIGRATE) = range(len(WAKE_PARTS))
+ WAKE_MIGRATE, WAKE_SCAN) = range(len(WAKE_PARTS))
 
 # The system calls a strategy may charge (Thread.syscall; costs: models/syscalls.py).
 SYSCALLS = ("epoll_ctl", "epoll_wait", "futex_wait", "futex_wake", "null", "poll", "read",

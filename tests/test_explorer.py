@@ -767,6 +767,7 @@ SAME_NUMBERS = {
     "machine.overrides.extra.wake_resume_rq_lines": ONE_THREAD + ": no thread wakes "
                                                     "another",
     "machine.overrides.extra.wake_migrate_lines": ONE_THREAD + ": no thread wakes another",
+    "machine.overrides.extra.wake_scan_lines": ONE_THREAD + ": no thread wakes another",
     "machine.overrides.wake_latency_idle_us": ONE_THREAD + ": the busy core never idles",
     "machine.overrides.extra.freq_invariance": TOP_CLOCK + "; only schedutil reads PELT",
     "machine.overrides.extra.package_c6_power_fraction": ONE_THREAD + ": its core never "

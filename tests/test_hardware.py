@@ -449,14 +449,15 @@ def test_a_wake_up_moves_its_lines_at_the_topologys_transfer_cost():
 def test_each_part_of_a_wake_up_moves_its_own_count_of_lines():
     """wake_transfer(a, b, part): the part's PresetExtra count (futex_wake_lines 10,
     wake_rq_lines 7, wake_remote_lines 1, wake_resume_lines 7, wake_resume_rq_lines 5,
-    wake_migrate_lines 7) x transfer_ns(a, b); wake_lines is their sum (37)."""
+    wake_migrate_lines 7, wake_scan_lines 2) x transfer_ns(a, b); wake_lines is their
+    sum (39)."""
     from warmcore.simcore.machine import WAKE_PART_FIELDS, WAKE_PARTS
 
     m = machine()
-    counts = (10.0, 7.0, 1.0, 7.0, 5.0, 7.0)
+    counts = (10.0, 7.0, 1.0, 7.0, 5.0, 7.0, 2.0)
     assert len(WAKE_PARTS) == len(WAKE_PART_FIELDS) == len(counts)
     assert tuple(getattr(TEST.extra, f) for f in WAKE_PART_FIELDS) == counts
-    assert m.wake_lines == 37.0
+    assert m.wake_lines == 39.0
     for part, n in enumerate(counts):
         assert m.wake_transfer(0, 1, part) == pytest.approx((n * 40e-9, n, 0.0)), part
         assert m.wake_transfer(0, 4, part) == pytest.approx((n * 7e-9, 0.0, 0.0)), part

@@ -338,10 +338,13 @@ def test_a_wake_up_into_another_llc_goes_through_the_wake_list():
 def test_a_woken_thread_that_moves_reads_its_stack_back_from_its_old_core():
     """One LLC of four cores (test-2ccx made one LLC): the sleeper slept on CPU 1, which
     a hog keeps busy, so the wake-up places it on idle CPU 2 (select_idle_sibling). The
-    waker (CPU 0) pays the wait structures from CPU 1's core (10) and CPU 2's run queue
-    (7); the sleeper on CPU 2 pays what the waker wrote (7 + 5) and, having moved, its
-    kernel stack's return path and thread state from CPU 1's core (wake_migrate_lines,
-    7): 19 lines, all at 40 ns."""
+    waker (CPU 0) pays the wait structures from CPU 1's core (10), CPU 2's run queue
+    (7), and the run queues select_idle_sibling read on its way there
+    (wake_scan_lines, 2 each): CPU 1 (the target wake_affine chose, busy) and CPU 6
+    (CPU 2's SMT sibling, read to find the whole core idle): 10 + 7 + 4 = 21. The
+    sleeper on CPU 2 pays what the waker wrote (7 + 5) and, having moved, its kernel
+    stack's return path and thread state from CPU 1's core (wake_migrate_lines, 7): 19
+    lines. All at 40 ns."""
     from tests.test_hardware import TEST
     from warmcore.simcore.kernel import K_LLCL
 
@@ -351,10 +354,48 @@ def test_a_woken_thread_that_moves_reads_its_stack_back_from_its_old_core():
     _, _, _, (sys_alone, _) = _wake_across_cores(False, sleeper_cpus=(1, 2), hog_cpu=1,
                                                  preset=one_llc)
     assert slept.migrations == 1 and slept.last_cpu.id == 2
-    assert w.ctr[K_LLCL] == 17.0
+    assert w.ctr[K_LLCL] == 21.0
     assert llc == 19.0
     # the no-waker run moves too (a migration, but no waker: no line of the wake-up)
     assert sys_s - sys_alone == pytest.approx(19 * 40e-9)
+
+
+def test_with_no_idle_cpu_the_waker_reads_one_run_queue_of_each_core_it_may_use():
+    """Linux 3.x ``select_idle_sibling`` with every CPU busy: the target's and the
+    previous CPU's ``idle_cpu``, then the first CPU of each core group of the LLC the
+    thread may use, each found busy. One LLC (test-2ccx made one), the waker on CPU 0,
+    a hog on each of CPUs 1 to 7; the sleeper slept on CPU 1 and may run on 1, 2, 3.
+    The target is CPU 1 (wake_affine: the waker's CPU is not allowed), kept (no run
+    queue is shorter); the search read CPUs 1, 2 and 3: the waker pays the wait
+    structures (10) and CPU 1's run queue (7) and 2 lines from each of CPUs 2 and 3
+    (wake_scan_lines): 21 LLC loads."""
+    from tests.test_hardware import TEST, machine
+    from warmcore.simcore.kernel import K_LLCL
+
+    one_llc = TEST.model_copy(update={"llc_domains_per_socket": 1, "name": "test-1llc"})
+    env = simpy.Environment()
+    k = Kernel(env, machine(one_llc, smt=False, membus=False))
+
+    def sleeper(t):
+        yield t.park()
+        yield t.run(Segment(0.0))
+
+    def hog(t):
+        yield t.run(Segment(1e9))
+
+    def waker(t):
+        yield t.run(Segment(0.0))
+        k.wake(slept, t)
+
+    slept = k.spawn(k.process("q", cpus=[1, 2, 3]), "sleeper", sleeper)
+    env.run(until=1e-3)
+    assert slept.last_cpu.id == 1
+    for cpu in range(1, 8):
+        k.spawn(k.process(f"h{cpu}", cpus=[cpu]), "hog", hog)
+    env.run(until=1.5e-3)
+    w = k.spawn(k.process("p", cpus=[0]), "waker", waker)
+    env.run(until=2e-3)
+    assert w.ctr[K_LLCL] == 21.0
 
 
 def test_a_wake_up_on_the_same_cpu_or_an_smt_sibling_loads_nothing_from_the_llc():
