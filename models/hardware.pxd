@@ -17,6 +17,7 @@ cdef class HardwareMachine:
     cdef public double wake_lines
     cdef public bint ddio
     cdef dict _wake_xfer
+    cdef tuple _wake_part_lines
     cdef public FluidBus bus
     cdef double[::1] _parts
     cdef bint _dyn_clock

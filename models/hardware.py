@@ -126,7 +126,7 @@ from warmcore.models.presets import nominal_ips
 from warmcore.models.smt import fine_grained_factor, pipe_share, speed_table
 from warmcore.models.syscalls import SyscallCosts
 from warmcore.simcore.config import ConfigError
-from warmcore.simcore.machine import EFFECTS
+from warmcore.simcore.machine import EFFECTS, WAKE_PART_FIELDS, WAKE_WAIT
 
 # execute's rate-independent parts of a segment, per CPU (cost_now re-rates them):
 # compute cycles of a lone thread, cache-hit cycles / MLP, DRAM seconds / MLP,
@@ -307,8 +307,11 @@ class HardwareMachine:
         sw = eff["switch_costs"]
         self._ctx_s = p.ctx_switch_us * 1e-6 if sw else 0.0
         self._futex_s = p.futex_wake_us * 1e-6 if sw else 0.0
-        # a wake-up's shared lines (wake_transfer): kernel work, with coherence on
-        self.wake_lines = extra.futex_wake_lines if (sw and self._coh) else 0.0
+        # a wake-up's lines, per part (wake_transfer): kernel work, with coherence on
+        on = sw and self._coh
+        self._wake_part_lines = tuple(
+            (getattr(extra, field) if on else 0.0) for field in WAKE_PART_FIELDS)
+        self.wake_lines = sum(self._wake_part_lines)
         self._wake_xfer = {}
         self.syscalls = SyscallCosts(p, enabled=sw)       # models/syscalls.py
         self._wake_busy_s = p.wake_latency_busy_us * 1e-6 if sw else 0.0
@@ -668,19 +671,23 @@ class HardwareMachine:
         h = self.hierarchy
         self.llc[0].access(h.owner_id(kind, key), lines)
 
-    def wake_transfer(self, cpu_a, cpu_b):
-        """(seconds, LLC loads, LLC misses) of one side of a futex wake-up whose other
-        side last ran on ``cpu_a``, paid on ``cpu_b``: the ``futex_wake_lines`` lines of
-        the wait structures (PresetExtra) move from ``cpu_a``'s core, one after the
-        other (each access depends on the lock or pointer before it, so no overlap):
+    def wake_transfer(self, cpu_a, cpu_b, part=WAKE_WAIT):
+        """(seconds, LLC loads, LLC misses) of one part of a futex wake-up (``part``, an
+        index of simcore.machine.WAKE_PARTS: the wait structures, the target's run queue,
+        its wake list, what the woken thread reads back...), paid on ``cpu_b`` for the
+        lines ``cpu_a``'s core last wrote: that part's count of lines (PresetExtra, one
+        field per part, counted from the kernel's structures) moved one after the other
+        (each access depends on the lock or pointer before it, so no overlap):
         ``lines * transfer_ns``. Between SMT siblings they stay in the shared L1/L2 (no
-        LLC load); across sockets each one is an LLC miss. Nothing on the same CPU."""
-        if cpu_a == cpu_b or not self.wake_lines:
+        LLC load); across sockets each one is an LLC miss. Nothing on the same CPU.
+        Which parts a wake-up pays, and from which cores, is the kernel's
+        (simcore.kernel.placement)."""
+        n = self._wake_part_lines[part]
+        if cpu_a == cpu_b or not n:
             return NO_TRANSFER
-        key = cpu_a * self.n_cpus + cpu_b
+        key = (part * self.n_cpus + cpu_a) * self.n_cpus + cpu_b
         x = self._wake_xfer.get(key)
         if x is None:
-            n = self.wake_lines
             ns = self.topology.transfer_ns(cpu_a, cpu_b)
             loads = 0.0 if self.cpu_core[cpu_a] == self.cpu_core[cpu_b] else n
             misses = loads if ns > self._ns_llc else 0.0

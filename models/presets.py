@@ -156,16 +156,63 @@ class PresetExtra(BaseModel):
     sched_yield_us: float = Field(default=0.1, ge=0, description=(
         "sched_yield past the entry: do_sched_yield takes the run-queue lock and "
         "schedule() picks the next task (the caller again if nobody waits)"))
-    futex_wake_lines: float = Field(default=12.0, ge=0, le=1000, description=(
-        "cache lines a futex wake-up moves between the waker's and the sleeper's cores, "
-        "each way (models.hardware.wake_transfer), counted from the sources of the path: "
-        "the futex hash bucket's lock and list and the sleeper's futex_q (kernel/futex.c "
-        "futex_wake, 2), the sleeper's task_struct fields try_to_wake_up writes (pi_lock, "
-        "state, on_rq, sched_entity: 3), the target run queue (rq lock, cfs_rq counts and "
-        "timeline: 3), the user-space wait object (HotSpot Parker::unpark's "
-        "pthread_mutex, pthread_cond and _counter, or glibc's; j.u.c's AQS node and "
-        "state: 4); the sleeper re-reads the same set when it resumes. An estimate by "
-        "structure, not a measurement"))
+    # A futex wake-up's cache lines, per part and per the core that last wrote them
+    # (models.hardware.wake_transfer; docs/model.md "A wake-up moves its wait structures
+    # between cores"). Counted by hand from the structures of the path in Linux 3.x
+    # (kernel/futex.c, kernel/sched/core.c, kernel/sched/fair.c, kernel/sched/sched.h),
+    # glibc's NPTL condition variable and HotSpot's Parker: estimates by structure, not
+    # measurements. Which part applies where is the kernel's (simcore/kernel/placement.py).
+    futex_wake_lines: float = Field(default=10.0, ge=0, le=1000, description=(
+        "lines of the wait structures the waker reads and writes, last written by the "
+        "sleeper's core (it queued itself there): the futex hash bucket's lock and chain "
+        "(futex_wake, struct futex_hash_bucket: 1) and the sleeper's futex_q on its kernel "
+        "stack (plist_node, task, lock_ptr, key, ... bitset: 108 bytes, 2); the sleeper's "
+        "task_struct as try_to_wake_up writes it (the pi_lock line; state, on_cpu and "
+        "on_rq; the sched_entity's run_node, on_rq and vruntime, task_waking_fair and "
+        "enqueue_entity: 2 lines; 4); HotSpot's Parker that Parker::unpark locks and "
+        "signals (pthread_mutex_t 40 bytes, pthread_cond_t 48, _counter: 2) and the "
+        "sleeper's AbstractQueuedSynchronizer node unparkSuccessor reads (1)"))
+    wake_rq_lines: float = Field(default=7.0, ge=0, le=1000, description=(
+        "lines of the target CPU's run queue the waker takes from that CPU's core when the "
+        "target shares its LLC (ttwu_queue -> raw_spin_lock(&rq->lock), ttwu_do_activate; "
+        "struct rq of kernel/sched/sched.h): the lock, nr_running and cpu_load line "
+        "(wake_affine's source_load, idle_cpu, inc_nr_running), the rq->load line "
+        "(account_entity_enqueue), the cfs_rq's load, nr_running, min_vruntime, "
+        "tasks_timeline and rb_leftmost and its curr (enqueue_entity, update_curr: 2), the "
+        "curr, idle and clock line (idle_cpu, update_rq_clock), the idle_stamp and "
+        "avg_idle line (ttwu_do_wakeup), and the target's current task: the idle task's "
+        "thread_info flags that resched_task sets (the line intel_idle's mwait watches) "
+        "or a running task's sched_entity (check_preempt_wakeup): 1. 7 in all"))
+    wake_remote_lines: float = Field(default=1.0, ge=0, le=1000, description=(
+        "lines the waker writes on a target in another LLC: ttwu_queue_remote's llist_add "
+        "on the target rq's wake_list (TTWU_QUEUE, on by default in 3.x; the target then "
+        "enqueues the task itself in sched_ttwu_pending, so its run queue stays on its "
+        "core); the woken side reads the same line back"))
+    wake_resume_lines: float = Field(default=7.0, ge=0, le=1000, description=(
+        "lines the woken thread reads back, last written by the waker's core, as it "
+        "returns from schedule() to user space: its task_struct's state/on_cpu/on_rq line "
+        "and sched_entity (set_next_entity, 3; not pi_lock, which it does not take), its "
+        "futex_q (unqueue_me reads lock_ptr, which wake_futex cleared: 2) and the Parker "
+        "(pthread_cond_timedwait re-locks the mutex and reads the condition's sequence "
+        "counts; Parker::park clears _counter: 2)"))
+    wake_resume_rq_lines: float = Field(default=5.0, ge=0, le=1000, description=(
+        "lines of its own run queue the target CPU reads back from the waker's core when "
+        "the waker enqueued the task there (same LLC): __schedule's lock and nr_running "
+        "line, pick_next_task_fair's cfs_rq lines (2), update_rq_clock's clock line, and "
+        "the flags of the idle task whose need_resched the idle loop was polling (1)"))
+    wake_migrate_lines: float = Field(default=7.0, ge=0, le=1000, description=(
+        "lines the woken thread reads back from its own previous core when it runs on "
+        "another one: the return path's pt_regs at the top of its kernel stack (21 words, "
+        "168 bytes: 3), thread_info (flags, cpu: 1), the task_struct's thread_struct "
+        "(switch_to's saved stack pointer: 1) and futex_wait's hrtimer_sleeper on its "
+        "stack (struct hrtimer and the task pointer: 2). The call frames between "
+        "sys_futex and __schedule, whose sizes the compiler sets, are not counted"))
+    wake_scan_lines: float = Field(default=2.0, ge=0, le=1000, description=(
+        "lines the waker reads from each other CPU's core whose run queue "
+        "select_task_rq_fair looks at before it settles on the target "
+        "(select_idle_sibling -> idle_cpu: rq->nr_running on the rq lock's line, "
+        "rq->curr and rq->idle on the clock's line, each written on that CPU at every "
+        "switch, enqueue and tick: 2); the target's are in wake_rq_lines"))
     contended_waiter_cost: float = Field(default=1.0, ge=0, le=100, description=(
         "extra line transfers per other waiting core at each handover of a contended "
         "line: 1 = each waiter's copy re-fetched (test-and-test-and-set and ticket locks: "

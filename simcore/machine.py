@@ -36,6 +36,27 @@ EFFECTS = {
     "energy": "joules from the P-state, C-state and static power (models/energy.py)",
 }
 
+# The parts of a futex wake-up whose cache lines move between cores, in the order of
+# their index (MachineModel.wake_transfer's ``part``), and the PresetExtra field that
+# counts each one's lines (models/presets.py; which part is paid where, and from which
+# core: simcore/kernel/placement.py, docs/model.md "A wake-up moves its wait structures
+# between cores"):
+#   wait       the waker, from the sleeper's previous core: futex, task_struct, Parker
+#   rq         the waker, from the target CPU's core: its run queue (same LLC)
+#   remote     the waker, from the target CPU's core: its wake_list (another LLC); the
+#              woken thread reads it back from the waker's
+#   resume     the woken thread, from the waker's core: task_struct, futex_q, Parker
+#   resume_rq  the woken thread's CPU, from the waker's core: the run queue it enqueued
+#   migrate    the woken thread, from its own previous core when it runs on another:
+#              its kernel stack's return path and thread state
+#   scan       the waker, from each other CPU whose run queue select_task_rq_fair read
+WAKE_PARTS = ("wait", "rq", "remote", "resume", "resume_rq", "migrate", "scan")
+WAKE_PART_FIELDS = ("futex_wake_lines", "wake_rq_lines", "wake_remote_lines",
+                    "wake_resume_lines", "wake_resume_rq_lines", "wake_migrate_lines",
+                    "wake_scan_lines")
+(WAKE_WAIT, WAKE_RQ, WAKE_REMOTE, WAKE_RESUME, WAKE_RESUME_RQ,
+ WAKE_MIGRATE, WAKE_SCAN) = range(len(WAKE_PARTS))
+
 # The system calls a strategy may charge (Thread.syscall; costs: models/syscalls.py).
 SYSCALLS = ("epoll_ctl", "epoll_wait", "futex_wait", "futex_wake", "null", "poll", "read",
             "recv", "sched_yield", "send", "write")
@@ -49,7 +70,7 @@ class MachineModel(Protocol):
     cpu_llc: Sequence[int]    # last-level-cache domain of each hardware thread
     cpu_socket: Sequence[int]
     nominal_ips: float        # instructions/s of one lone thread, warm caches, nominal clock
-    wake_lines: float         # lines a futex wake-up moves each way (0: wake_transfer is free)
+    wake_lines: float         # lines of all a wake-up's parts (0: wake_transfer is free)
 
     def fixed_seconds_per_instruction(self) -> float:
         """s per instruction if every segment costs exactly that on every CPU at all
@@ -83,9 +104,11 @@ class MachineModel(Protocol):
     def futex_wake_cost(self) -> float:
         """CPU time (s) the waker spends in the futex-wake syscall."""
 
-    def wake_transfer(self, cpu_a: int, cpu_b: int) -> tuple[float, float, float]:
-        """(seconds, LLC loads, LLC misses) one side of a futex wake-up pays on ``cpu_b``
-        for the wait structures the other side last touched on ``cpu_a``."""
+    def wake_transfer(self, cpu_a: int, cpu_b: int,
+                      part: int = WAKE_WAIT) -> tuple[float, float, float]:
+        """(seconds, LLC loads, LLC misses) paid on ``cpu_b`` for one part of a futex
+        wake-up (an index of WAKE_PARTS; default the wait structures) whose lines
+        ``cpu_a``'s core last wrote."""
 
     def line_transfer_s(self, cpu_a: int, cpu_b: int) -> float:
         """Seconds for a line written on ``cpu_a`` to reach ``cpu_b`` (a spinner's
@@ -187,7 +210,7 @@ class IdealMachine:
 
     wake_lines = 0.0
 
-    def wake_transfer(self, cpu_a, cpu_b):
+    def wake_transfer(self, cpu_a, cpu_b, part=WAKE_WAIT):
         return (0.0, 0.0, 0.0)
 
     def line_transfer_s(self, cpu_a, cpu_b):

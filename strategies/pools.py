@@ -93,18 +93,32 @@ EPOLL_LINES = 2
 AQS_TRIPS_BEFORE_PARK = 3
 
 
-def lock_segment(ips: float, lock_us: float, line: str, label: str = "lock") -> Segment:
+# ``_size``, the AtomicInteger a poller reads under the head lock: BlockingArrayQueue's
+# field initialisers (jetty-util, Jetty 9 to 12) allocate ``_indexes``, ``_tailLock``,
+# ``_size``, ``_headLock`` and ``_notEmpty`` one after the other, so the 16-byte
+# ``_size`` sits on the tail lock's lines (written by ``offer``'s
+# ``getAndIncrement``, under the tail lock) and the ``_notEmpty`` ConditionObject
+# (``firstWaiter``, ``lastWaiter``) on the head lock's: one line of the tail lock's
+# footprint, read; the condition is in the head lock's.
+SIZE_LINES = 1
+
+
+def lock_segment(ips: float, lock_us: float, line: str, label: str = "lock",
+                 also: tuple = ()) -> Segment:
     """One lock acquisition (a CAS on the lock word, contended across cores) plus
-    the instructions of the queue operation under the lock."""
-    return Segment(lock_us * 1e-6 * ips, (Footprint(SHARED, line, LOCK_LINES, True),),
+    the instructions of the queue operation under the lock; ``also``: footprints of
+    the other lines that operation writes."""
+    return Segment(lock_us * 1e-6 * ips,
+                   (Footprint(SHARED, line, LOCK_LINES, True), *also),
                    contended_ops=1, contended_line=line, label=label)
 
 
-def queue_lock(kernel, name: str, ips: float, lock_us: float, label: str):
+def queue_lock(kernel, name: str, ips: float, lock_us: float, label: str,
+               also: tuple = ()):
     """A queue's ReentrantLock (``ParkingLock``): ``lock_us`` of work under it on its
-    own line ``name`` (none if 0), and that line watched by contenders before they
-    park (JDK 8 AQS acquire)."""
-    seg = lock_segment(ips, lock_us, name, label) if lock_us > 0 else None
+    own line ``name`` (none if 0), writing the lines ``also`` too, and that line
+    watched by contenders before they park (JDK 8 AQS acquire)."""
+    seg = lock_segment(ips, lock_us, name, label, also) if lock_us > 0 else None
     return ParkingLock(name, seg, line=kernel.spin_line(name))
 
 
@@ -327,6 +341,12 @@ class BlockingArrayQueue:
         self.settle = settle
         self.head = queue_lock(kernel, f"{name}-head", ips, queue_us, "qtp-head")
         self.tail = queue_lock(kernel, f"{name}-tail", ips, queue_us, "qtp-tail")
+        # A poller woken by the signal, under the head lock: its CAS on the lock word,
+        # the lock's and the condition's lines, and a read of _size (on the tail
+        # lock's lines). None with queue_us 0, as the locks' own work.
+        size = Footprint(SHARED, f"{name}-tail", SIZE_LINES, False)
+        self.recheck = (lock_segment(ips, queue_us, f"{name}-head", "qtp-recheck", (size,))
+                        if queue_us > 0 else None)
         self.signals = 0
 
     def _signal(self) -> None:
@@ -382,6 +402,13 @@ class BlockingArrayQueue:
                     return None
                 break
             yield from head.relock(t)            # signalled, woken by an unlock
+            if not self.jobs and self.recheck is not None:
+                # A futile wake-up: the job was taken before this thread got the lock
+                # back. Under the lock it still reads _size (poll(time, unit)'s
+                # ``while (_size.get() == 0)``) and waits again (awaitNanos:
+                # addConditionWaiter, fullyRelease): the lock's and the condition's
+                # lines and _size's, last written by the core that offered and took.
+                yield t.run(self.recheck)
         return (yield from self._take_and_unlock(t))
 
     def _take_and_unlock(self, t):

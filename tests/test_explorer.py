@@ -761,6 +761,13 @@ SAME_NUMBERS = {
                                                      "inside their ops on one line at once, "
                                                      "so no handover has a waiter",
     "machine.overrides.extra.futex_wake_lines": ONE_THREAD + ": no thread wakes another",
+    "machine.overrides.extra.wake_rq_lines": ONE_THREAD + ": no thread wakes another",
+    "machine.overrides.extra.wake_remote_lines": ONE_THREAD + ": no thread wakes another",
+    "machine.overrides.extra.wake_resume_lines": ONE_THREAD + ": no thread wakes another",
+    "machine.overrides.extra.wake_resume_rq_lines": ONE_THREAD + ": no thread wakes "
+                                                    "another",
+    "machine.overrides.extra.wake_migrate_lines": ONE_THREAD + ": no thread wakes another",
+    "machine.overrides.extra.wake_scan_lines": ONE_THREAD + ": no thread wakes another",
     "machine.overrides.wake_latency_idle_us": ONE_THREAD + ": the busy core never idles",
     "machine.overrides.extra.freq_invariance": TOP_CLOCK + "; only schedutil reads PELT",
     "machine.overrides.extra.package_c6_power_fraction": ONE_THREAD + ": its core never "

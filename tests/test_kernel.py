@@ -251,15 +251,17 @@ def test_the_ideal_machine_reads_its_own_clock_with_kernel_work(strategy):
     assert r.instructions * 1e-9 + r.sys_s == pytest.approx(r.task_clock_ms * 1e-3, rel=1e-9)
 
 
-def _wake_across_cores(by_thread: bool):
-    """A sleeper parked on CPU 1 woken by a thread on CPU 0 (or by no thread): the
-    machine, the waker (or None) and what the sleeper paid from the wake-up on
-    (system seconds, LLC loads)."""
+def _wake_across_cores(by_thread: bool, sleeper_cpus=(1,), waker_cpu=0, hog_cpu=None,
+                       preset=None):
+    """A sleeper parked on its first allowed CPU woken by a thread on ``waker_cpu`` (or
+    by no thread), with ``hog_cpu`` kept busy by a thread of its own if given: the
+    machine, the waker (or None), the sleeper, and what the sleeper paid from the
+    wake-up on (system seconds, LLC loads)."""
     from tests.test_hardware import TEST, machine
     from warmcore.simcore.kernel import K_LLCL, K_SYS
 
     env = simpy.Environment()
-    m = machine(TEST, smt=False, membus=False)
+    m = machine(preset or TEST, smt=False, membus=False)
     k = Kernel(env, m)
 
     def sleeper(t):
@@ -271,37 +273,147 @@ def _wake_across_cores(by_thread: bool):
         k.wake(slept, t)
         yield t.run(Segment(0.0))
 
-    slept = k.spawn(k.process("q", cpus=[1]), "sleeper", sleeper)
+    def hog(t):
+        yield t.run(Segment(1e9))
+
+    slept = k.spawn(k.process("q", cpus=list(sleeper_cpus)), "sleeper", sleeper)
     env.run(until=1e-3)
-    assert slept.state is PARKED and slept.last_cpu.id == 1
+    assert slept.state is PARKED and slept.last_cpu.id == sleeper_cpus[0]
+    if hog_cpu is not None:
+        k.spawn(k.process("h", cpus=[hog_cpu]), "hog", hog)
     before = list(slept.ctr)
     w = None
     if by_thread:
-        w = k.spawn(k.process("p", cpus=[0]), "waker", waker)
+        w = k.spawn(k.process("p", cpus=[waker_cpu]), "waker", waker)
     else:
         k.wake(slept)
-    env.run()
-    return m, w, (slept.ctr[K_SYS] - before[K_SYS], slept.ctr[K_LLCL] - before[K_LLCL])
+    env.run(until=2e-3)
+    return m, w, slept, (slept.ctr[K_SYS] - before[K_SYS],
+                         slept.ctr[K_LLCL] - before[K_LLCL])
 
 
 def test_a_futex_wake_across_cores_charges_both_sides_the_wake_up_lines():
-    """Kernel.wake: the waker pays the futex wake plus the wait structures' lines
-    written on the sleeper's last CPU; the sleeper, where it resumes, pays the lines
-    the waker wrote (MachineModel.wake_transfer), as system time and LLC loads. A
-    wake-up with no waker thread (an interrupt, a timeout) moves no wait structure."""
+    """Kernel.wake, sleeper on CPU 1, waker on CPU 0, one LLC (test-2ccx: cores 0 and
+    1 share one): the waker pays the futex wake plus the wait structures the sleeper's
+    core wrote (futex_wake_lines, 10) and the target run queue it enqueues on under its
+    lock (wake_rq_lines, 7: the target is CPU 1); the sleeper, where it resumes, reads
+    back from the waker's core its task_struct, futex_q and Parker (wake_resume_lines,
+    7) and its run queue (wake_resume_rq_lines, 5): 17 and 12 LLC loads, each line
+    40 ns (c2c_llc_ns). A wake-up with no waker thread (an interrupt, a timeout) moves
+    none."""
     from tests.test_hardware import TEST
     from warmcore.simcore.kernel import K_LLCL, K_SYS
 
-    m, w, (sys_s, llc) = _wake_across_cores(True)
-    _, _, (sys_alone, llc_alone) = _wake_across_cores(False)
-    s_lines, loads, _ = m.wake_transfer(0, 1)
-    assert loads == TEST.extra.futex_wake_lines and s_lines > 0
-    # the waker: its switch onto CPU 0, the futex wake, the lines
+    m, w, _, (sys_s, llc) = _wake_across_cores(True)
+    _, _, _, (sys_alone, llc_alone) = _wake_across_cores(False)
+    x = TEST.extra
+    assert (x.futex_wake_lines, x.wake_rq_lines) == (10.0, 7.0)
+    assert (x.wake_resume_lines, x.wake_resume_rq_lines) == (7.0, 5.0)
+    assert w.ctr[K_LLCL] == 17.0
     assert w.ctr[K_SYS] == pytest.approx(m.switch_cost(0, -1, w.tid) + m.futex_wake_cost()
-                                         + s_lines)
-    assert w.ctr[K_LLCL] == loads
-    assert sys_s - sys_alone == pytest.approx(s_lines)
-    assert llc - llc_alone == loads
+                                         + 17 * 40e-9)
+    assert llc - llc_alone == 12.0
+    assert sys_s - sys_alone == pytest.approx(12 * 40e-9)
+    assert llc_alone == 0.0
+
+
+def test_a_wake_up_into_another_llc_goes_through_the_wake_list():
+    """Linux 3.x ``ttwu_queue``: a target CPU outside the waker's LLC is not enqueued
+    by the waker; ``ttwu_queue_remote`` puts the task on its ``wake_list`` (one line,
+    wake_remote_lines) and the target enqueues it itself. Sleeper on CPU 2 (the other
+    CCX of test-2ccx), waker on CPU 0: the waker pays 10 + 1 lines, the sleeper 7 + 1,
+    each 100 ns (c2c_cross_llc_ns), LLC loads (another LLC's lines are LLC misses only
+    across sockets)."""
+    from warmcore.simcore.kernel import K_LLCL, K_SYS
+
+    m, w, _, (sys_s, llc) = _wake_across_cores(True, sleeper_cpus=(2,))
+    _, _, _, (sys_alone, _) = _wake_across_cores(False, sleeper_cpus=(2,))
+    assert w.ctr[K_LLCL] == 11.0
+    assert w.ctr[K_SYS] == pytest.approx(m.switch_cost(0, -1, w.tid) + m.futex_wake_cost()
+                                         + 11 * 100e-9)
+    assert llc == 8.0
+    assert sys_s - sys_alone == pytest.approx(8 * 100e-9)
+
+
+def test_a_woken_thread_that_moves_reads_its_stack_back_from_its_old_core():
+    """One LLC of four cores (test-2ccx made one LLC): the sleeper slept on CPU 1, which
+    a hog keeps busy, so the wake-up places it on idle CPU 2 (select_idle_sibling). The
+    waker (CPU 0) pays the wait structures from CPU 1's core (10), CPU 2's run queue
+    (7), and the run queues select_idle_sibling read on its way there
+    (wake_scan_lines, 2 each): CPU 1 (the target wake_affine chose, busy) and CPU 6
+    (CPU 2's SMT sibling, read to find the whole core idle): 10 + 7 + 4 = 21. The
+    sleeper on CPU 2 pays what the waker wrote (7 + 5) and, having moved, its kernel
+    stack's return path and thread state from CPU 1's core (wake_migrate_lines, 7): 19
+    lines. All at 40 ns."""
+    from tests.test_hardware import TEST
+    from warmcore.simcore.kernel import K_LLCL
+
+    one_llc = TEST.model_copy(update={"llc_domains_per_socket": 1, "name": "test-1llc"})
+    m, w, slept, (sys_s, llc) = _wake_across_cores(True, sleeper_cpus=(1, 2), hog_cpu=1,
+                                                   preset=one_llc)
+    _, _, _, (sys_alone, _) = _wake_across_cores(False, sleeper_cpus=(1, 2), hog_cpu=1,
+                                                 preset=one_llc)
+    assert slept.migrations == 1 and slept.last_cpu.id == 2
+    assert w.ctr[K_LLCL] == 21.0
+    assert llc == 19.0
+    # the no-waker run moves too (a migration, but no waker: no line of the wake-up)
+    assert sys_s - sys_alone == pytest.approx(19 * 40e-9)
+
+
+def test_with_no_idle_cpu_the_waker_reads_one_run_queue_of_each_core_it_may_use():
+    """Linux 3.x ``select_idle_sibling`` with every CPU busy: the target's and the
+    previous CPU's ``idle_cpu``, then the first CPU of each core group of the LLC the
+    thread may use, each found busy. One LLC (test-2ccx made one), the waker on CPU 0,
+    a hog on each of CPUs 1 to 7; the sleeper slept on CPU 1 and may run on 1, 2, 3.
+    The target is CPU 1 (wake_affine: the waker's CPU is not allowed), kept (no run
+    queue is shorter); the search read CPUs 1, 2 and 3: the waker pays the wait
+    structures (10) and CPU 1's run queue (7) and 2 lines from each of CPUs 2 and 3
+    (wake_scan_lines): 21 LLC loads."""
+    from tests.test_hardware import TEST, machine
+    from warmcore.simcore.kernel import K_LLCL
+
+    one_llc = TEST.model_copy(update={"llc_domains_per_socket": 1, "name": "test-1llc"})
+    env = simpy.Environment()
+    k = Kernel(env, machine(one_llc, smt=False, membus=False))
+
+    def sleeper(t):
+        yield t.park()
+        yield t.run(Segment(0.0))
+
+    def hog(t):
+        yield t.run(Segment(1e9))
+
+    def waker(t):
+        yield t.run(Segment(0.0))
+        k.wake(slept, t)
+
+    slept = k.spawn(k.process("q", cpus=[1, 2, 3]), "sleeper", sleeper)
+    env.run(until=1e-3)
+    assert slept.last_cpu.id == 1
+    for cpu in range(1, 8):
+        k.spawn(k.process(f"h{cpu}", cpus=[cpu]), "hog", hog)
+    env.run(until=1.5e-3)
+    w = k.spawn(k.process("p", cpus=[0]), "waker", waker)
+    env.run(until=2e-3)
+    assert w.ctr[K_LLCL] == 21.0
+
+
+def test_a_wake_up_on_the_same_cpu_or_an_smt_sibling_loads_nothing_from_the_llc():
+    """The waker on the sleeper's own CPU (it slept on CPU 1 and may run on 1 only;
+    the waker takes CPU 1 while it sleeps): every line is where it was, no LLC load, no
+    time. On the SMT sibling (CPU 5 shares core 1's L1 and L2): no LLC load, each line
+    c2c_smt_ns (7 ns): the waker 17 lines, the sleeper 12."""
+    from warmcore.simcore.kernel import K_LLCL, K_SYS
+
+    m, w, _, (sys_s, llc) = _wake_across_cores(True, waker_cpu=1)
+    _, _, _, (sys_alone, _) = _wake_across_cores(False)
+    assert w.ctr[K_LLCL] == 0.0 and llc == 0.0
+    assert w.ctr[K_SYS] == pytest.approx(m.switch_cost(1, -1, w.tid) + m.futex_wake_cost())
+    m, w, _, (sys_s, llc) = _wake_across_cores(True, waker_cpu=5)
+    assert w.ctr[K_LLCL] == 0.0 and llc == 0.0
+    assert w.ctr[K_SYS] == pytest.approx(m.switch_cost(5, -1, w.tid) + m.futex_wake_cost()
+                                         + 17 * 7e-9)
+    assert sys_s - sys_alone == pytest.approx(12 * 7e-9)
 
 
 def test_wake_up_lines_are_off_on_the_ideal_machine():

@@ -267,3 +267,47 @@ def test_a_thread_that_sleeps_and_wakes_on_an_idle_cpu_pays_the_switch():
     assert th.cs == 2                    # its park, and its exit
     c = k.counters_now()["processes"]["p"]
     assert c["sys_s"] == pytest.approx(2 * 2.0 * US, rel=1e-9)
+
+
+def test_a_futile_wake_up_reads_the_queue_lines_the_dispatcher_wrote():
+    """The milestone's futile wake-up, on the i7-3770 with caches and coherence on: B
+    (CPU 1) waits in poll(timeout); A (CPU 0) offers a job, which signals B and wakes it
+    with the head lock's unlock, and takes the job back at once with poll() before B
+    has the lock again. B, woken, finds nothing and waits again. What B pays in LLC
+    loads, by hand: the wake-up's lines the waker's core wrote (wake_resume_lines 7 +
+    wake_resume_rq_lines 5: one LLC, no migration) and, under the head lock, the queue's
+    lines A wrote last (BlockingArrayQueue.poll(time): the head lock's 2 lines, which
+    hold the condition's waiters too, and _size, on the tail lock's lines: three
+    core-to-core transfers) plus the lock word's CAS, a contended op on a line A owned
+    (one transfer): 12 + 4 = 16."""
+    from warmcore.simcore.kernel import K_LLCL, PARKED
+    from warmcore.strategies.pools import LOCK_LINES, SIZE_LINES
+
+    env = simpy.Environment()
+    m = HardwareMachine("i7-3770", effects={**OFF, "caches": True, "coherence": True,
+                                            "contention": True})
+    k = Kernel(env, m)
+    m.bind(env, None)
+    q = BlockingArrayQueue(k, "q", m.nominal_ips, 0.1, TimedWaits(env, k), None)
+    taken = []
+
+    def b(t):
+        t.data = PoolThread()
+        taken.append(("b", (yield from q.poll_wait(t, 1.0))))
+
+    def a(t):
+        yield t.run(work(0.2))
+        yield from q.offer(t, ("job", None))
+        taken.append(("a", (yield from q.poll(t))))
+
+    tb = k.spawn(k.process("b", cpus=[1]), "B", b)
+    env.run(until=100 * US)
+    before = tb.ctr[K_LLCL]
+    k.spawn(k.process("a", cpus=[0]), "A", a)
+    env.run(until=500 * US)
+    assert taken == [("a", ("job", None))]          # A took its own job back
+    assert tb.state is PARKED and tb.cs == 2        # B woke, found nothing, waits again
+    x = m.preset.extra
+    kernel = x.wake_resume_lines + x.wake_resume_rq_lines
+    assert (kernel, LOCK_LINES + SIZE_LINES) == (12.0, 3)
+    assert tb.ctr[K_LLCL] - before == kernel + 3 + 1

@@ -85,8 +85,9 @@ class Kernel(Placement, TimeSlices, FluidRates, Spinning):
         self.resources: dict[str, Semaphore] = {}   # named semaphores (request programs)
         self.n_queued = 0             # threads waiting in any run queue
         self.deferred: list | None = None   # zero-delay wake events being collected
-        # A futex wake-up moves its wait structures' lines between the waker's and the
-        # sleeper's cores, both ways (MachineModel.wake_transfer); off when 0.
+        # A futex wake-up moves its lines between the waker's, the sleeper's and the
+        # target's cores, part by part (MachineModel.wake_transfer, Placement's
+        # _wake_lines_of_waker and _resume_lines); off when 0.
         self.wake_lines = bool(machine.wake_lines)
 
     def _trace_clock(self, cpu: int, t: float, ghz: float) -> None:
@@ -180,8 +181,7 @@ class Kernel(Placement, TimeSlices, FluidRates, Spinning):
         if t.last_cpu is not None and t.last_cpu is not cpu:
             t.migrations += 1
         if t.woken_from >= 0:
-            self._charge_lines(t, t.woken_from, cpu.id)
-            t.woken_from = -1
+            self._resume_lines(t, cpu)      # before last_cpu changes (placement.py)
         t.cpu = cpu
         t.state = RUNNING
         t.run_since = now + delay

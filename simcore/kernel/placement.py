@@ -23,6 +23,8 @@ from simpy.events import Event
 from warmcore.simcore.kernel.accounting import B_IO, K_LLCL, K_LLCM
 from warmcore.simcore.kernel.records import BLOCKED, PARKED, RUNNABLE, Cpu
 from warmcore.simcore.kernel.threads import Thread
+from warmcore.simcore.machine import (WAKE_MIGRATE, WAKE_REMOTE, WAKE_RESUME,
+                                      WAKE_RESUME_RQ, WAKE_RQ, WAKE_SCAN, WAKE_WAIT)
 
 
 class Placement:
@@ -79,12 +81,15 @@ class Placement:
         if waker is not None:
             waker.pending_busy += self.machine.futex_wake_cost()
             waker.futex_wakes += 1
-            if self.wake_lines and waker.cpu is not None:
-                self._wake_lines_of_waker(t, waker)
+        # the run queues select_task_rq_fair reads, when a waker thread pays for them
+        lines = waker is not None and self.wake_lines and waker.cpu is not None
+        reads = [] if lines else None
         if sync_cpu is not None:
             cpu = self._select_cpu(t, sync_cpu, sync=True)
         else:
-            cpu = self._select_cpu(t, waker.cpu if waker is not None else None)
+            cpu = self._select_cpu(t, waker.cpu if waker is not None else None, reads=reads)
+        if lines:
+            self._wake_lines_of_waker(t, waker, cpu, reads)
         if cpu.current is None:
             self._dispatch(cpu, t, from_idle=True)
         else:
@@ -126,18 +131,53 @@ class Placement:
             t.vruntime = floor
         return cur_v - t.vruntime > self.wakeup_gran
 
-    def _wake_lines_of_waker(self, t: Thread, waker: Thread) -> None:
-        """The waker's futex wake reads and writes the wait structures ``t``'s CPU
-        wrote when ``t`` went to sleep; ``t`` re-reads them where it resumes
-        (``_dispatch``)."""
-        t.woken_from = waker.cpu.id
+    def _wake_lines_of_waker(self, t: Thread, waker: Thread, target: Cpu,
+                             reads: list) -> None:
+        """The waker's side of a futex wake-up whose task goes to ``target``
+        (kernel/futex.c ``futex_wake``, kernel/sched/core.c ``try_to_wake_up``, Linux
+        3.x): the wait structures the sleeper's core wrote when it queued itself (the
+        futex bucket and futex_q, its task_struct, the Parker: WAKE_WAIT), then
+        ``ttwu_queue``: a target sharing the waker's LLC is enqueued by the waker under
+        that run queue's lock (``ttwu_do_activate``: the target rq's lines, WAKE_RQ); one
+        in another LLC gets the task on its ``wake_list`` and an IPI
+        (``ttwu_queue_remote``: one line, WAKE_REMOTE) and enqueues it itself. The woken
+        thread reads back what the waker wrote where it resumes (``_resume_lines``).
+        Before it, ``select_task_rq_fair`` read the run queue of each CPU in ``reads``
+        (``idle_cpu``), other than the target: each one's lines from its core
+        (WAKE_SCAN)."""
+        w = waker.cpu
+        t.woken_from = w.id
         if t.last_cpu is not None:
-            self._charge_lines(waker, t.last_cpu.id, waker.cpu.id)
+            self._charge_lines(waker, t.last_cpu.id, w.id, WAKE_WAIT)
+        seen = set()
+        for c in reads:
+            if c is not target and c.id not in seen:
+                seen.add(c.id)
+                self._charge_lines(waker, c.id, w.id, WAKE_SCAN)
+        part = WAKE_RQ if target.llc == w.llc else WAKE_REMOTE
+        self._charge_lines(waker, target.id, w.id, part)
 
-    def _charge_lines(self, th: Thread, from_cpu: int, on_cpu: int) -> None:
-        """``th``, on ``on_cpu``, pays the wake-up's lines last written on ``from_cpu``:
-        kernel work (system time, the hand-off's dispatch cause) and LLC loads."""
-        s, loads, misses = self.machine.wake_transfer(from_cpu, on_cpu)
+    def _resume_lines(self, t: Thread, cpu: Cpu) -> None:
+        """The woken thread's side, as it is switched in on ``cpu``: the lines the
+        waker's core wrote that its return from ``schedule()`` reads (its task_struct,
+        futex_q, Parker: WAKE_RESUME), the run queue the waker enqueued it on, read by
+        ``cpu``'s ``__schedule`` (WAKE_RESUME_RQ; across LLCs the ``wake_list`` line
+        instead, WAKE_REMOTE), and, if it runs on another CPU than the one it slept on,
+        its kernel stack's return path and thread state from that CPU's core
+        (WAKE_MIGRATE)."""
+        w = t.woken_from
+        t.woken_from = -1
+        self._charge_lines(t, w, cpu.id, WAKE_RESUME)
+        part = WAKE_RESUME_RQ if self.cpus[w].llc == cpu.llc else WAKE_REMOTE
+        self._charge_lines(t, w, cpu.id, part)
+        if t.last_cpu is not None and t.last_cpu is not cpu:
+            self._charge_lines(t, t.last_cpu.id, cpu.id, WAKE_MIGRATE)
+
+    def _charge_lines(self, th: Thread, from_cpu: int, on_cpu: int, part: int) -> None:
+        """``th``, on ``on_cpu``, pays one part of a wake-up's lines last written on
+        ``from_cpu``'s core (MachineModel.wake_transfer): kernel work (system time, the
+        hand-off's dispatch cause) and LLC loads."""
+        s, loads, misses = self.machine.wake_transfer(from_cpu, on_cpu, part)
         if s:
             th.pending_stall += s       # line transfers: nanoseconds at any clock
             ctr = th.ctr
@@ -149,7 +189,8 @@ class Placement:
             t.timed_out = True
             self.wake(t)
 
-    def _select_cpu(self, t: Thread, waker_cpu: Cpu | None, sync: bool = False) -> Cpu:
+    def _select_cpu(self, t: Thread, waker_cpu: Cpu | None, sync: bool = False,
+                    reads: list | None = None) -> Cpu:
         """select_task_rq_fair for a wake-up (kernel/sched/fair.c): ``wake_affine``
         picks the target between the waker's CPU and the previous one, then
         ``select_idle_sibling`` looks for an idle CPU in the target's LLC only. With
@@ -157,7 +198,8 @@ class Placement:
         the periodic balancer, not simulated). Linux would also kick the nohz idle
         balancer when some CPU is idle elsewhere; that kick is not modelled (a queued
         thread moves when its CPU's current thread is preempted or sleeps, or when a
-        CPU going idle pulls it: docs/model.md, Known departures)."""
+        CPU going idle pulls it: docs/model.md, Known departures). ``reads``, if a
+        list, gets the CPUs whose run queue the search read (``idle_cpu``)."""
         cpus = self.cpus
         allowed = t.allowed_set
         prev = t.last_cpu
@@ -165,9 +207,11 @@ class Placement:
             prev = None
         target = self._wake_affine(t, waker_cpu, prev, sync)
         if self.n_idle:
-            found = self._select_idle_sibling(t, prev, target)
+            found = self._select_idle_sibling(t, prev, target, reads)
             if found is not None:
                 return found
+        elif reads is not None:
+            self._busy_llc_reads(t, prev, target, reads)
         if sync and target is waker_cpu:
             return target
         best = target
@@ -206,26 +250,57 @@ class Placement:
         n_prev = (prev.current is not None) + len(prev.rq)
         return this if n_this * 100 < n_prev * 108 + (1 if sync else 0) else prev
 
-    def _select_idle_sibling(self, t: Thread, prev: Cpu | None, target: Cpu) -> Cpu | None:
+    def _select_idle_sibling(self, t: Thread, prev: Cpu | None, target: Cpu,
+                             reads: list | None = None) -> Cpu | None:
         """``select_idle_sibling``: the target if idle; the previous CPU if idle and
         sharing the target's LLC; else an idle CPU of the target's LLC, a whole
         idle core first (``select_idle_core``, ``select_idle_cpu``). None if the
-        target's LLC has no idle CPU the thread may use."""
+        target's LLC has no idle CPU the thread may use. ``reads`` (a list or None)
+        gets each CPU whose idleness it read (``idle_cpu``: ``rq->curr``,
+        ``rq->nr_running``)."""
         cpus = self.cpus
         allowed = t.allowed_set
+        if reads is not None:
+            reads.append(target)
         if target.current is None:
             return target
-        if prev is not None and prev.current is None and prev.llc == target.llc:
-            return prev
+        if prev is not None and prev.llc == target.llc:
+            if reads is not None:
+                reads.append(prev)
+            if prev.current is None:
+                return prev
         idle_cpu = None
         for cid in self.llc_cpus[target.llc]:
+            if cid not in allowed:
+                continue
             c = cpus[cid]
-            if c.current is None and cid in allowed:
+            if reads is not None:
+                reads.append(c)
+            if c.current is None:
                 if all(cpus[s].current is None for s in self.core_cpus[c.core]):
+                    if reads is not None:
+                        reads.extend(cpus[s] for s in self.core_cpus[c.core])
                     return c         # a whole idle core (select_idle_core)
                 if idle_cpu is None:
                     idle_cpu = c
         return idle_cpu
+
+    def _busy_llc_reads(self, t: Thread, prev: Cpu | None, target: Cpu,
+                        reads: list) -> None:
+        """What Linux 3.x's ``select_idle_sibling`` reads when no CPU is idle: the
+        target's and the previous CPU's ``idle_cpu``, then, in each core's group of
+        the target's LLC that the thread may use, the first CPU, found busy (the
+        search moves to the next group at the first busy CPU)."""
+        reads.append(target)
+        if prev is not None and prev.llc == target.llc:
+            reads.append(prev)
+        allowed = t.allowed_set
+        done = set()
+        for cid in self.llc_cpus[target.llc]:
+            c = self.cpus[cid]
+            if cid in allowed and c.core not in done:
+                done.add(c.core)
+                reads.append(c)
 
     def _pull_for(self, cpu: Cpu) -> Thread | None:
         """newidle balance: take a queued thread that may run here and is not cache hot
