@@ -126,7 +126,7 @@ from warmcore.models.presets import nominal_ips
 from warmcore.models.smt import fine_grained_factor, pipe_share, speed_table
 from warmcore.models.syscalls import SyscallCosts
 from warmcore.simcore.config import ConfigError
-from warmcore.simcore.machine import EFFECTS, WAKE_PART_FIELDS, WAKE_WAIT
+from warmcore.simcore.machine import EFFECTS, WAKE_PART_FIELDS, WAKE_RESUME, WAKE_WAIT
 
 # execute's rate-independent parts of a segment, per CPU (cost_now re-rates them):
 # compute cycles of a lone thread, cache-hit cycles / MLP, DRAM seconds / MLP,
@@ -309,8 +309,13 @@ class HardwareMachine:
         self._futex_s = p.futex_wake_us * 1e-6 if sw else 0.0
         # a wake-up's lines, per part (wake_transfer): kernel work, with coherence on
         on = sw and self._coh
-        self._wake_part_lines = tuple(
-            (getattr(extra, field) if on else 0.0) for field in WAKE_PART_FIELDS)
+        if extra.wake_lines_by_part:
+            counts = tuple(getattr(extra, field) for field in WAKE_PART_FIELDS)
+        else:       # one count each way: the waker's (wait) and the woken thread's
+            n = extra.futex_wake_lines
+            counts = tuple(n if i in (WAKE_WAIT, WAKE_RESUME) else 0.0
+                           for i in range(len(WAKE_PART_FIELDS)))
+        self._wake_part_lines = tuple(c if on else 0.0 for c in counts)
         self.wake_lines = sum(self._wake_part_lines)
         self._wake_xfer = {}
         self.syscalls = SyscallCosts(p, enabled=sw)       # models/syscalls.py
@@ -676,7 +681,9 @@ class HardwareMachine:
         index of simcore.machine.WAKE_PARTS: the wait structures, the target's run queue,
         its wake list, what the woken thread reads back...), paid on ``cpu_b`` for the
         lines ``cpu_a``'s core last wrote: that part's count of lines (PresetExtra, one
-        field per part, counted from the kernel's structures) moved one after the other
+        field per part, counted from the kernel's structures, with wake_lines_by_part;
+        without it futex_wake_lines for the waker's and the woken thread's part and
+        nothing for the others) moved one after the other
         (each access depends on the lock or pointer before it, so no overlap):
         ``lines * transfer_ns``. Between SMT siblings they stay in the shared L1/L2 (no
         LLC load); across sockets each one is an LLC miss. Nothing on the same CPU.

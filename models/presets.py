@@ -162,7 +162,23 @@ class PresetExtra(BaseModel):
     # (kernel/futex.c, kernel/sched/core.c, kernel/sched/fair.c, kernel/sched/sched.h),
     # glibc's NPTL condition variable and HotSpot's Parker: estimates by structure, not
     # measurements. Which part applies where is the kernel's (simcore/kernel/placement.py).
-    futex_wake_lines: float = Field(default=10.0, ge=0, le=1000, description=(
+    futex_wake_lines: float = Field(default=12.0, ge=0, le=1000, description=(
+        "cache lines a futex wake-up moves between the waker's and the sleeper's cores, "
+        "each way, unless wake_lines_by_part (models.hardware.wake_transfer), counted "
+        "from the sources of the path: the futex hash bucket's lock and list and the "
+        "sleeper's futex_q (kernel/futex.c futex_wake, 2), the sleeper's task_struct "
+        "fields try_to_wake_up writes (pi_lock, state, on_rq, sched_entity: 3), the "
+        "target run queue (rq lock, cfs_rq counts and timeline: 3), the user-space wait "
+        "object (HotSpot Parker::unpark's pthread_mutex, pthread_cond and _counter, or "
+        "glibc's; j.u.c's AQS node and state: 4); the sleeper re-reads the same set when "
+        "it resumes. An estimate by structure, not a measurement"))
+    wake_lines_by_part: bool = Field(default=False, description=(
+        "count a wake-up's lines part by part, each from the core that last wrote them "
+        "(the wake_*_lines fields below, docs/model.md 'A wake-up moves its wait "
+        "structures between cores'), instead of futex_wake_lines each way. Off by "
+        "default until the lead decides: on, ewyk's EPC per CPU falls to 0.734 of PC's, "
+        "below tests/test_ewyk_shape.py's 0.75 (0.7535 off)"))
+    wake_wait_lines: float = Field(default=10.0, ge=0, le=1000, description=(
         "lines of the wait structures the waker reads and writes, last written by the "
         "sleeper's core (it queued itself there): the futex hash bucket's lock and chain "
         "(futex_wake, struct futex_hash_bucket: 1) and the sleeper's futex_q on its kernel "

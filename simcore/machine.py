@@ -38,7 +38,9 @@ EFFECTS = {
 
 # The parts of a futex wake-up whose cache lines move between cores, in the order of
 # their index (MachineModel.wake_transfer's ``part``), and the PresetExtra field that
-# counts each one's lines (models/presets.py; which part is paid where, and from which
+# counts each one's lines with ``wake_lines_by_part`` on (off: ``futex_wake_lines`` for
+# "wait" and "resume", none for the others; models/presets.py; which part is paid
+# where, and from which
 # core: simcore/kernel/placement.py, docs/model.md "A wake-up moves its wait structures
 # between cores"):
 #   wait       the waker, from the sleeper's previous core: futex, task_struct, Parker
@@ -51,7 +53,7 @@ EFFECTS = {
 #              its kernel stack's return path and thread state
 #   scan       the waker, from each other CPU whose run queue select_task_rq_fair read
 WAKE_PARTS = ("wait", "rq", "remote", "resume", "resume_rq", "migrate", "scan")
-WAKE_PART_FIELDS = ("futex_wake_lines", "wake_rq_lines", "wake_remote_lines",
+WAKE_PART_FIELDS = ("wake_wait_lines", "wake_rq_lines", "wake_remote_lines",
                     "wake_resume_lines", "wake_resume_rq_lines", "wake_migrate_lines",
                     "wake_scan_lines")
 (WAKE_WAIT, WAKE_RQ, WAKE_REMOTE, WAKE_RESUME, WAKE_RESUME_RQ,

@@ -235,9 +235,9 @@ def test_the_jetty_8_fit_predicts_the_milestones_parallel_slowdown(jetty_8_fit, 
     """From the fit, jetty9-milestone against pc on the measured setup: slower, more
     than one CPU, a lower IPC and clock, more LLC loads and L1d misses per request
     (phenomenon 1), each predicted with its interval. Not yet as written: "several
-    times" the LLC loads (1.57x here, with LLC-loads counted as demand reads only and
-    a wake-up's lines counted from Linux 3.x's futex_wake/try_to_wake_up and the
-    futile wake-up's re-check of the queue; issue 28 stays open, docs/calibration.md
+    times" the LLC loads (1.55x here, with LLC-loads counted as demand reads only and
+    the futile wake-up's re-check of the queue; 1.67x with a wake-up's kernel lines
+    counted part by part, wake_lines_by_part; issue 28 stays open, docs/calibration.md
     "What a wake-up touches, counted")."""
     from warmcore.calibration.fit import predict
     from warmcore.calibration.params import load_params, write_params

@@ -764,6 +764,8 @@ SAME_NUMBERS = {
                                                      "inside their ops on one line at once, "
                                                      "so no handover has a waiter",
     "machine.overrides.extra.futex_wake_lines": ONE_THREAD + ": no thread wakes another",
+    "machine.overrides.extra.wake_lines_by_part": ONE_THREAD + ": no thread wakes another",
+    "machine.overrides.extra.wake_wait_lines": ONE_THREAD + ": no thread wakes another",
     "machine.overrides.extra.wake_rq_lines": ONE_THREAD + ": no thread wakes another",
     "machine.overrides.extra.wake_remote_lines": ONE_THREAD + ": no thread wakes another",
     "machine.overrides.extra.wake_resume_lines": ONE_THREAD + ": no thread wakes another",

@@ -436,7 +436,7 @@ def test_a_wake_up_moves_its_lines_at_the_topologys_transfer_cost():
     the LLC, another LLC: LLC loads; another socket: LLC misses too."""
     m = machine()
     n = TEST.extra.futex_wake_lines
-    assert n == 10.0
+    assert n == 12.0 and not TEST.extra.wake_lines_by_part
     assert m.wake_transfer(0, 0) == (0.0, 0.0, 0.0)
     assert m.wake_transfer(0, 4) == pytest.approx((n * 7e-9, 0.0, 0.0))      # SMT sibling
     assert m.wake_transfer(0, 1) == pytest.approx((n * 40e-9, n, 0.0))       # same LLC
@@ -446,26 +446,36 @@ def test_a_wake_up_moves_its_lines_at_the_topologys_transfer_cost():
     assert m2.wake_transfer(0, 4) == pytest.approx((n * 130e-9, n, n))       # other socket
 
 
+# TEST with a wake-up's lines counted part by part (PresetExtra.wake_lines_by_part)
+BY_PART = TEST.model_copy(update={"extra": TEST.extra.model_copy(
+    update={"wake_lines_by_part": True})})
+
+
 def test_each_part_of_a_wake_up_moves_its_own_count_of_lines():
-    """wake_transfer(a, b, part): the part's PresetExtra count (futex_wake_lines 10,
-    wake_rq_lines 7, wake_remote_lines 1, wake_resume_lines 7, wake_resume_rq_lines 5,
-    wake_migrate_lines 7, wake_scan_lines 2) x transfer_ns(a, b); wake_lines is their
-    sum (39)."""
+    """With wake_lines_by_part, wake_transfer(a, b, part): the part's PresetExtra count
+    (wake_wait_lines 10, wake_rq_lines 7, wake_remote_lines 1, wake_resume_lines 7,
+    wake_resume_rq_lines 5, wake_migrate_lines 7, wake_scan_lines 2) x transfer_ns(a,
+    b); wake_lines is their sum (39). Without it (the default), futex_wake_lines (12)
+    for the waker's part and the woken thread's, nothing for the others (24)."""
     from warmcore.simcore.machine import WAKE_PART_FIELDS, WAKE_PARTS
 
-    m = machine()
+    m = machine(BY_PART)
     counts = (10.0, 7.0, 1.0, 7.0, 5.0, 7.0, 2.0)
     assert len(WAKE_PARTS) == len(WAKE_PART_FIELDS) == len(counts)
-    assert tuple(getattr(TEST.extra, f) for f in WAKE_PART_FIELDS) == counts
+    assert tuple(getattr(BY_PART.extra, f) for f in WAKE_PART_FIELDS) == counts
     assert m.wake_lines == 39.0
     for part, n in enumerate(counts):
         assert m.wake_transfer(0, 1, part) == pytest.approx((n * 40e-9, n, 0.0)), part
         assert m.wake_transfer(0, 4, part) == pytest.approx((n * 7e-9, 0.0, 0.0)), part
         assert m.wake_transfer(3, 3, part) == (0.0, 0.0, 0.0)
-    none = TEST.model_copy(update={"extra": TEST.extra.model_copy(
+    none = BY_PART.model_copy(update={"extra": BY_PART.extra.model_copy(
         update={"wake_rq_lines": 0.0})})
     assert machine(none).wake_transfer(0, 1, 1) == (0.0, 0.0, 0.0)
     assert machine(none).wake_transfer(0, 1, 0) == pytest.approx((10 * 40e-9, 10.0, 0.0))
+    off = machine()
+    assert off.wake_lines == 24.0
+    for part, n in enumerate((12.0, 0.0, 0.0, 12.0, 0.0, 0.0, 0.0)):
+        assert off.wake_transfer(0, 1, part) == pytest.approx((n * 40e-9, n, 0.0)), part
 
 
 def test_wake_up_lines_follow_the_knob_and_the_effects():

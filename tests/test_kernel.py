@@ -254,14 +254,15 @@ def test_the_ideal_machine_reads_its_own_clock_with_kernel_work(strategy):
 def _wake_across_cores(by_thread: bool, sleeper_cpus=(1,), waker_cpu=0, hog_cpu=None,
                        preset=None):
     """A sleeper parked on its first allowed CPU woken by a thread on ``waker_cpu`` (or
-    by no thread), with ``hog_cpu`` kept busy by a thread of its own if given: the
-    machine, the waker (or None), the sleeper, and what the sleeper paid from the
-    wake-up on (system seconds, LLC loads)."""
-    from tests.test_hardware import TEST, machine
+    by no thread), with ``hog_cpu`` kept busy by a thread of its own if given, on
+    ``preset`` (default: test-2ccx with wake_lines_by_part): the machine, the waker (or
+    None), the sleeper, and what the sleeper paid from the wake-up on (system seconds,
+    LLC loads)."""
+    from tests.test_hardware import BY_PART, machine
     from warmcore.simcore.kernel import K_LLCL, K_SYS
 
     env = simpy.Environment()
-    m = machine(preset or TEST, smt=False, membus=False)
+    m = machine(preset or BY_PART, smt=False, membus=False)
     k = Kernel(env, m)
 
     def sleeper(t):
@@ -293,21 +294,22 @@ def _wake_across_cores(by_thread: bool, sleeper_cpus=(1,), waker_cpu=0, hog_cpu=
 
 
 def test_a_futex_wake_across_cores_charges_both_sides_the_wake_up_lines():
-    """Kernel.wake, sleeper on CPU 1, waker on CPU 0, one LLC (test-2ccx: cores 0 and
-    1 share one): the waker pays the futex wake plus the wait structures the sleeper's
-    core wrote (futex_wake_lines, 10) and the target run queue it enqueues on under its
-    lock (wake_rq_lines, 7: the target is CPU 1); the sleeper, where it resumes, reads
+    """Kernel.wake with wake_lines_by_part, sleeper on CPU 1, waker on CPU 0, one LLC
+    (test-2ccx: cores 0 and 1 share one): the waker pays the futex wake plus the wait
+    structures the sleeper's core wrote (wake_wait_lines, 10) and the target run queue
+    it enqueues on under its lock (wake_rq_lines, 7: the target is CPU 1); the sleeper,
+    where it resumes, reads
     back from the waker's core its task_struct, futex_q and Parker (wake_resume_lines,
     7) and its run queue (wake_resume_rq_lines, 5): 17 and 12 LLC loads, each line
     40 ns (c2c_llc_ns). A wake-up with no waker thread (an interrupt, a timeout) moves
     none."""
-    from tests.test_hardware import TEST
+    from tests.test_hardware import BY_PART
     from warmcore.simcore.kernel import K_LLCL, K_SYS
 
     m, w, _, (sys_s, llc) = _wake_across_cores(True)
     _, _, _, (sys_alone, llc_alone) = _wake_across_cores(False)
-    x = TEST.extra
-    assert (x.futex_wake_lines, x.wake_rq_lines) == (10.0, 7.0)
+    x = BY_PART.extra
+    assert (x.wake_wait_lines, x.wake_rq_lines) == (10.0, 7.0)
     assert (x.wake_resume_lines, x.wake_resume_rq_lines) == (7.0, 5.0)
     assert w.ctr[K_LLCL] == 17.0
     assert w.ctr[K_SYS] == pytest.approx(m.switch_cost(0, -1, w.tid) + m.futex_wake_cost()
@@ -315,6 +317,21 @@ def test_a_futex_wake_across_cores_charges_both_sides_the_wake_up_lines():
     assert llc - llc_alone == 12.0
     assert sys_s - sys_alone == pytest.approx(12 * 40e-9)
     assert llc_alone == 0.0
+
+
+def test_by_default_a_wake_up_moves_one_count_of_lines_each_way():
+    """Without wake_lines_by_part (the default): the waker pays futex_wake_lines (12)
+    from the sleeper's core, the sleeper as many from the waker's, 40 ns each."""
+    from tests.test_hardware import TEST
+    from warmcore.simcore.kernel import K_LLCL, K_SYS
+
+    m, w, _, (sys_s, llc) = _wake_across_cores(True, preset=TEST)
+    _, _, _, (sys_alone, _) = _wake_across_cores(False, preset=TEST)
+    assert TEST.extra.futex_wake_lines == 12.0
+    assert w.ctr[K_LLCL] == 12.0 and llc == 12.0
+    assert w.ctr[K_SYS] == pytest.approx(m.switch_cost(0, -1, w.tid) + m.futex_wake_cost()
+                                         + 12 * 40e-9)
+    assert sys_s - sys_alone == pytest.approx(12 * 40e-9)
 
 
 def test_a_wake_up_into_another_llc_goes_through_the_wake_list():
@@ -345,10 +362,10 @@ def test_a_woken_thread_that_moves_reads_its_stack_back_from_its_old_core():
     sleeper on CPU 2 pays what the waker wrote (7 + 5) and, having moved, its kernel
     stack's return path and thread state from CPU 1's core (wake_migrate_lines, 7): 19
     lines. All at 40 ns."""
-    from tests.test_hardware import TEST
+    from tests.test_hardware import BY_PART
     from warmcore.simcore.kernel import K_LLCL
 
-    one_llc = TEST.model_copy(update={"llc_domains_per_socket": 1, "name": "test-1llc"})
+    one_llc = BY_PART.model_copy(update={"llc_domains_per_socket": 1, "name": "test-1llc"})
     m, w, slept, (sys_s, llc) = _wake_across_cores(True, sleeper_cpus=(1, 2), hog_cpu=1,
                                                    preset=one_llc)
     _, _, _, (sys_alone, _) = _wake_across_cores(False, sleeper_cpus=(1, 2), hog_cpu=1,
@@ -369,10 +386,10 @@ def test_with_no_idle_cpu_the_waker_reads_one_run_queue_of_each_core_it_may_use(
     queue is shorter); the search read CPUs 1, 2 and 3: the waker pays the wait
     structures (10) and CPU 1's run queue (7) and 2 lines from each of CPUs 2 and 3
     (wake_scan_lines): 21 LLC loads."""
-    from tests.test_hardware import TEST, machine
+    from tests.test_hardware import BY_PART, machine
     from warmcore.simcore.kernel import K_LLCL
 
-    one_llc = TEST.model_copy(update={"llc_domains_per_socket": 1, "name": "test-1llc"})
+    one_llc = BY_PART.model_copy(update={"llc_domains_per_socket": 1, "name": "test-1llc"})
     env = simpy.Environment()
     k = Kernel(env, machine(one_llc, smt=False, membus=False))
 

@@ -274,8 +274,9 @@ def test_a_futile_wake_up_reads_the_queue_lines_the_dispatcher_wrote():
     (CPU 1) waits in poll(timeout); A (CPU 0) offers a job, which signals B and wakes it
     with the head lock's unlock, and takes the job back at once with poll() before B
     has the lock again. B, woken, finds nothing and waits again. What B pays in LLC
-    loads, by hand: the wake-up's lines the waker's core wrote (wake_resume_lines 7 +
-    wake_resume_rq_lines 5: one LLC, no migration) and, under the head lock, the queue's
+    loads, by hand: the wake-up's lines the waker's core wrote (futex_wake_lines, 12, by
+    default; 7 + 5 with wake_lines_by_part: one LLC, no migration) and, under the head
+    lock, the queue's
     lines A wrote last (BlockingArrayQueue.poll(time): the head lock's 2 lines, which
     hold the condition's waiters too, and _size, on the tail lock's lines: three
     core-to-core transfers) plus the lock word's CAS, a contended op on a line A owned
@@ -308,6 +309,6 @@ def test_a_futile_wake_up_reads_the_queue_lines_the_dispatcher_wrote():
     assert taken == [("a", ("job", None))]          # A took its own job back
     assert tb.state is PARKED and tb.cs == 2        # B woke, found nothing, waits again
     x = m.preset.extra
-    kernel = x.wake_resume_lines + x.wake_resume_rq_lines
+    kernel = x.futex_wake_lines
     assert (kernel, LOCK_LINES + SIZE_LINES) == (12.0, 3)
     assert tb.ctr[K_LLCL] - before == kernel + 3 + 1
