@@ -6,16 +6,18 @@ Model (per socket, all in watts):
             voltage and frequency scaling: the laws of diminishing returns",
             HotPower 2010: idle power decides whether racing to idle pays):
             * a core all of whose hardware threads are idle is in a shallow
-              C-state (C1/C1E: clock gated, its leakage stays) until it has been
-              idle cstate_deep_after_us (extra; intel_idle's C6 target residency),
-              then in C6: its voltage is cut to zero (Intel Xeon E3-1200 v3
-              datasheet vol. 1, 4.2.4 "Core C6 state": the state saved to SRAM, the
-              core's voltage reduced to zero), so its static power is 0; a core
+              C-state (C1/C1E/C3: its leakage stays) until every thread of it
+              is in C6 or deeper as the menu governor chose (models.cpuidle,
+              ``use_idle_model``), or, under the hindsight rule, until it has
+              been idle cstate_deep_after_us (extra; intel_idle's C6 target
+              residency on Skylake-SP); then in C6: its voltage is cut to zero
+              (Intel Xeon E3-1200 v3 datasheet vol. 1, 4.2.4 "Core C6 state":
+              the state saved to SRAM, the core's voltage reduced to zero), so its static power is 0; a core
               with one busy thread is in C0 whatever its siblings do;
             * a socket all of whose cores are in C6 is in package C6: its uncore
               draws package_c6_power_fraction (extra) of package_static_w.
             The exit latencies are the machine's wake-up latencies
-            (models.hardware.wake_latency).
+            (models.hardware.wake_latency, models.cpuidle).
   dynamic = for each physical core that has at least one busy hardware thread,
             dyn_w_per_core_max * (V(f) / v_max)^2 * (f / f_top)
 
