@@ -12,8 +12,9 @@ Model (per socket, all in watts):
               been idle cstate_deep_after_us (extra; intel_idle's C6 target
               residency on Skylake-SP); then in C6: its voltage is cut to zero
               (Intel Xeon E3-1200 v3 datasheet vol. 1, 4.2.4 "Core C6 state":
-              the state saved to SRAM, the core's voltage reduced to zero), so its static power is 0; a core
-              with one busy thread is in C0 whatever its siblings do;
+              the state saved to SRAM, the core's voltage reduced to zero), so
+              its static power is 0; a core with one busy thread is in C0
+              whatever its siblings do;
             * a socket all of whose cores are in C6 is in package C6: its uncore
               draws package_c6_power_fraction (extra) of package_static_w.
             The exit latencies are the machine's wake-up latencies
