@@ -183,3 +183,25 @@ def test_an_unknown_idle_governor_is_one_clear_line():
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "machine.idle_governor" in lines[0]
+
+
+def test_the_meter_gates_a_core_once_every_thread_chose_c6():
+    """i7-3770 (4 cores, threads c and c + 4 on core c), every thread in C6 from the
+    start. CPU 0 runs 0..1 ms, then menu's replay puts it in C6 only 11 ms later (the
+    leakage case above): core 0 and the package are gated from 12 ms. At 20 ms the
+    gated energy is 3 cores x 20 ms + core 0 x 8 ms of static_w_per_core, and 8 ms of
+    the package's saved share; with CPU 4 never reaching C6, core 0 and the package
+    are never gated."""
+    from warmcore.models.energy import EnergyMeter
+
+    p = get_preset("i7-3770")
+    core_w = p.static_w_per_core
+    pkg_w = p.package_static_w * (1.0 - p.extra.package_c6_power_fraction)
+    for cpu4, core0_s, pkg_s in ((0.0, 0.008, 0.008), (math.inf, 0.0, 0.0)):
+        m = EnergyMeter(p)
+        m.use_idle_model([0.0, 0.0, 0.0, 0.0, cpu4, 0.0, 0.0, 0.0])
+        m.busy(0, 0.0, 1.6)
+        m.idle(0, 0.001, 0.011)
+        expected = (3 * 0.020 + core0_s) * core_w + pkg_s * pkg_w
+        assert m.gated_joules(0.020) == pytest.approx(expected, rel=1e-12)
+        assert m.active_cores(0.020) == (0 if cpu4 == 0.0 else 1)
