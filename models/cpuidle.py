@@ -323,32 +323,31 @@ class CpuIdle:
         d.intervals = [self.T] * INTERVALS
         return d
 
-    # -- one idle period, replayed -------------------------------------------------
-    def _segments(self, dev: MenuDevice, start_ns: int):
-        """The idle period from ``start_ns``: yields (selection time ns, state index,
-        end ns, measured_us if it ends before the wake-up) for each selection."""
-        t = start_ns
+    # -- one idle period, replayed ---------------------------------------------------
+    def _step(self, dev: MenuDevice, t: int):
+        """One selection of the idle period at ``t`` ns: (state index, the end of the
+        period if nothing else wakes the thread, ns, the measured_us menu_update then
+        records). ``select`` leaves the factors and intervals as they were."""
         T = self.T
-        states = self.states
-        while True:
-            next_tick = (t // self.tick_ns + 1) * self.tick_ns
-            delta_next = min(T, (next_tick - t) // 1000)
-            idx, stop = dev.select(states, T, delta_next, self.latency_req, self.tick_us)
-            s = states[idx]
-            timer = t + T * 1000
-            if s.polling and not stop:
-                end = min(t + self.poll_ns, timer, next_tick)
-                poll_limit, tick = end == t + self.poll_ns, end == next_tick
-            elif not stop:
-                end = min(timer, next_tick)
-                poll_limit, tick = False, end == next_tick and next_tick < timer
-            else:
-                end, poll_limit, tick = timer, False, False
-            res = (end - t) // 1000 + s.exit_latency_us
-            m = measured_us(res, s.exit_latency_us, T, tick_wakeup=tick,
-                            poll_limit=poll_limit and not tick, tick_us=self.tick_us)
-            yield t, idx, end, m
-            t = end
+        tick_ns = self.tick_ns
+        next_tick = (t // tick_ns + 1) * tick_ns
+        idx, stop = dev.select(self.states, T, min(T, (next_tick - t) // 1000),
+                               self.latency_req, self.tick_us)
+        s = self.states[idx]
+        timer = t + T * 1000
+        poll_limit = tick = False
+        if stop:
+            end = timer
+        elif s.polling:
+            end = min(t + self.poll_ns, timer, next_tick)
+            tick = end == next_tick
+            poll_limit = not tick and end == t + self.poll_ns
+        else:
+            end = min(timer, next_tick)
+            tick = end == next_tick and next_tick < timer
+        res = (end - t) // 1000 + s.exit_latency_us
+        return idx, end, measured_us(res, s.exit_latency_us, T, tick_wakeup=tick,
+                                     poll_limit=poll_limit, tick_us=self.tick_us)
 
     def enter(self, cpu: int, now: float) -> float:
         """Thread ``cpu`` goes idle at ``now`` (s): seconds until it reaches a gating
@@ -356,25 +355,29 @@ class CpuIdle:
         start = int(round(now * 1e9))
         self.entry_ns[cpu] = start
         self.entries += 1
-        probe = self.devices[cpu].copy()
-        for n, (t, idx, _end, m) in enumerate(self._segments(probe, start)):
+        dev = self.devices[cpu]
+        t = start
+        for n in range(REPLAY_CAP + 1):
+            idx, end, m = self._step(dev, t)
             if idx >= self.gate:
                 return (t - start) * 1e-9
-            if n >= REPLAY_CAP:
-                return math.inf
-            probe.update(m)
-        return math.inf     # pragma: no cover (the generator never ends)
+            if n == 0:
+                dev = dev.copy()        # the rest is a probe: wake() replays it for real
+            dev.update(m)
+            t = end
+        return math.inf
 
     def wake(self, cpu: int, now: float) -> float:
         """Thread ``cpu`` is woken at ``now``: runs its governor through the idle
         period and returns the wake-up's cost (s) from the state it is in."""
-        start = self.entry_ns[cpu]
-        if start < 0:
+        t = self.entry_ns[cpu]
+        if t < 0:
             return self.wake_s[0]
         self.entry_ns[cpu] = -1
         w = int(round(now * 1e9))
         dev = self.devices[cpu]
-        for t, idx, end, m in self._segments(dev, start):
+        while True:
+            idx, end, m = self._step(dev, t)
             if w <= end:
                 s = self.states[idx]
                 res = (w - t) // 1000 + s.exit_latency_us
@@ -382,4 +385,4 @@ class CpuIdle:
                 self.chosen[idx] += 1
                 return self.wake_s[idx]
             dev.update(m)
-        return self.wake_s[0]      # pragma: no cover
+            t = end
