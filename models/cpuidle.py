@@ -68,9 +68,14 @@ INT_MAX = 0x7FFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
 # CONFIG_HZ=250 (kernel/Kconfig.hz: "default 250"): TICK_USEC = 1e6 / HZ
 TICK_USEC_HZ250 = 4000
-# Linux's default idle governor (see the module docstring) and the alternatives
+# The idle rules: menu, Linux's default governor (see the module docstring), and the
+# hindsight rule (C6 once idle cstate_deep_after_us). The default stays hindsight:
+# under menu two phenomenon checks of the Jetty 8 calibration fail
+# (tests/test_calibration.py: the fitted jetty9-milestone runs on 1.09 CPUs, not
+# more than 1.1; the synthetic fit's client_us interval misses its truth), which is
+# reported to issue 35 rather than loosened (docs/model.md "Which idle state").
 IDLE_GOVERNORS = ("menu", "hindsight")
-DEFAULT_IDLE_GOVERNOR = "menu"
+DEFAULT_IDLE_GOVERNOR = "hindsight"
 # At most this many timer or tick wake-ups are replayed at an idle entry to find the
 # first gating state; beyond, the thread is taken never to gate in that idle period.
 REPLAY_CAP = 256
