@@ -136,7 +136,7 @@ class EnergyMeter:
         self._idle_since = [self.t0] * self.n_cores
         # seconds from a core's idle_since to its C6: the hindsight rule's residency,
         # or what the cpuidle governor chose for its threads (use_idle_model)
-        self._delay = [self.deep_after_s] * self.n_cores
+        self._deep_delay = [self.deep_after_s] * self.n_cores
         self._thread_deep = None    # per thread: when it reaches a gating state (menu)
         self._gated_s = 0.0                       # core-seconds in C6, closed intervals
         self._idle_cores = list(self._socket_cores)
@@ -148,7 +148,7 @@ class EnergyMeter:
     def _core_wakes(self, core: int, now: float) -> None:
         """``core`` leaves its idle state at ``now``: close its C6 and its package's."""
         since = max(self._idle_since[core], self.t0)
-        self._gated_s += max(0.0, now - since - self._delay[core])
+        self._gated_s += max(0.0, now - since - self._deep_delay[core])
         s = self._socket_of_core[core]
         if self._idle_cores[s] == self._socket_cores[s]:
             self._pkg_gated_s += max(0.0, now - self._pkg_from[s])
@@ -161,8 +161,8 @@ class EnergyMeter:
         self._idle_since[core] = now
         s = self._socket_of_core[core]
         if self._thread_deep is not None:
-            self._delay[core] = d = max(0.0, max(self._thread_deep[c]
-                                                 for c in self._threads_of[core]) - now)
+            last = max(self._thread_deep[c] for c in self._threads_of[core])
+            self._deep_delay[core] = d = max(0.0, last - now)
             self._push_deep_at(s, core, now + d)
         self._idle_cores[s] += 1
         if self._idle_cores[s] == self._socket_cores[s]:
@@ -207,8 +207,8 @@ class EnergyMeter:
         for core in range(self.n_cores):
             if not self._nbusy[core]:
                 since = self._idle_since[core]
-                self._delay[core] = d = max(0.0, max(self._thread_deep[c] for c in
-                                                     self._threads_of[core]) - since)
+                last = max(self._thread_deep[c] for c in self._threads_of[core])
+                self._deep_delay[core] = d = max(0.0, last - since)
                 self._push_deep_at(self._socket_of_core[core], core, since + d)
         for s in range(len(self._socket_cores)):
             if self._idle_cores[s] == self._socket_cores[s]:
@@ -217,14 +217,14 @@ class EnergyMeter:
     def active_cores(self, now: float) -> int:
         """Cores in C0 or C1 at ``now``: a hardware thread of it runs, or it has been idle
         less than the C6 residency (what Intel's turbo bins count as active cores)."""
-        d = self._delay
+        d = self._deep_delay
         return sum(1 for core in range(self.n_cores)
                    if self._nbusy[core] or now - max(self._idle_since[core], self.t0) < d[core])
 
     def gated_joules(self, now: float) -> float:
         """Static energy the idle states saved since ``start`` (J)."""
         core_s = self._gated_s
-        d = self._delay
+        d = self._deep_delay
         for core in range(self.n_cores):
             if not self._nbusy[core]:
                 core_s += max(0.0, now - max(self._idle_since[core], self.t0) - d[core])
@@ -304,7 +304,7 @@ class EnergyMeter:
         (the static power not gated, as before the idle states)."""
         if now is None:
             return self.static_w + sum(self._p)
-        d = self._delay
+        d = self._deep_delay
         gated = sum(self._core_w for core in range(self.n_cores)
                     if not self._nbusy[core] and now - self._idle_since[core] >= d[core])
         gated += sum(self._pkg_saved_w for s, n in enumerate(self._socket_cores)
