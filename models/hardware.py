@@ -104,11 +104,13 @@ memory stalls and keep their nanoseconds.
 Context switches: ``switch_cost`` = preset.ctx_switch_us (the direct cost,
 Li, Ding and Shen, ExpCS 2007); the indirect cost is not a constant: the
 switched-in thread's footprint went cold while others ran, and ``execute``
-charges it. ``wake_latency``: wake_latency_busy_us if the CPU is running;
-if idle, a shallow C-state (busy latency + cstate_shallow_exit_us, default
-2 us: intel_idle's C1/C1E exit latencies) until it has slept
-cstate_deep_after_us (default 600 us: intel_idle's C6 target residency on
-Skylake), then wake_latency_idle_us; both knobs are read from preset.extra.
+charges it. ``wake_latency``: wake_latency_busy_us if the CPU is running; if
+idle, under the default hindsight rule a shallow C-state (busy latency +
+cstate_shallow_exit_us, default 2 us: intel_idle's C1/C1E exit latencies) until
+it has slept cstate_deep_after_us (default 600 us: intel_idle's C6 target
+residency on Skylake-SP), then wake_latency_idle_us; both knobs are read from
+preset.extra. Under ``idle_governor="menu"`` the state Linux's menu governor chose
+(models/cpuidle.py): min(busy latency + its exit latency, wake_latency_idle_us).
 
 CPU numbering: models.presets.cpu_topology (Linux's: one thread of every core
 first, then the SMT siblings; cpu N's sibling is cpu N + cores).
