@@ -6,16 +6,19 @@ Model (per socket, all in watts):
             voltage and frequency scaling: the laws of diminishing returns",
             HotPower 2010: idle power decides whether racing to idle pays):
             * a core all of whose hardware threads are idle is in a shallow
-              C-state (C1/C1E: clock gated, its leakage stays) until it has been
-              idle cstate_deep_after_us (extra; intel_idle's C6 target residency),
-              then in C6: its voltage is cut to zero (Intel Xeon E3-1200 v3
-              datasheet vol. 1, 4.2.4 "Core C6 state": the state saved to SRAM, the
-              core's voltage reduced to zero), so its static power is 0; a core
-              with one busy thread is in C0 whatever its siblings do;
+              C-state (C1/C1E/C3: its leakage stays) until every thread of it
+              is in C6 or deeper as the menu governor chose (models.cpuidle,
+              ``use_idle_model``), or, under the hindsight rule, until it has
+              been idle cstate_deep_after_us (extra; intel_idle's C6 target
+              residency on Skylake-SP); then in C6: its voltage is cut to zero
+              (Intel Xeon E3-1200 v3 datasheet vol. 1, 4.2.4 "Core C6 state":
+              the state saved to SRAM, the core's voltage reduced to zero), so
+              its static power is 0; a core with one busy thread is in C0
+              whatever its siblings do;
             * a socket all of whose cores are in C6 is in package C6: its uncore
               draws package_c6_power_fraction (extra) of package_static_w.
             The exit latencies are the machine's wake-up latencies
-            (models.hardware.wake_latency).
+            (models.hardware.wake_latency, models.cpuidle).
   dynamic = for each physical core that has at least one busy hardware thread,
             dyn_w_per_core_max * (V(f) / v_max)^2 * (f / f_top)
 
@@ -39,6 +42,8 @@ last event, so energy never decreases and never falls below the all-idle floor
 """
 
 from __future__ import annotations
+
+import heapq
 
 __all__ = ["EnergyMeter", "dynamic_power_w", "static_power_w", "voltage"]
 
@@ -129,6 +134,10 @@ class EnergyMeter:
         self._socket_of_core = [index[s] for s in self._socket_of_core]
         self._socket_cores = [self._socket_of_core.count(i) for i in range(len(ids))]
         self._idle_since = [self.t0] * self.n_cores
+        # seconds from a core's idle_since to its C6: the hindsight rule's residency,
+        # or what the cpuidle governor chose for its threads (use_idle_model)
+        self._deep_delay = [self.deep_after_s] * self.n_cores
+        self._thread_deep = None    # per thread: when it reaches a gating state (menu)
         self._gated_s = 0.0                       # core-seconds in C6, closed intervals
         self._idle_cores = list(self._socket_cores)
         self._pkg_from = [self.t0 + self.deep_after_s] * len(ids)   # package C6 from
@@ -139,35 +148,86 @@ class EnergyMeter:
     def _core_wakes(self, core: int, now: float) -> None:
         """``core`` leaves its idle state at ``now``: close its C6 and its package's."""
         since = max(self._idle_since[core], self.t0)
-        self._gated_s += max(0.0, now - since - self.deep_after_s)
+        self._gated_s += max(0.0, now - since - self._deep_delay[core])
         s = self._socket_of_core[core]
         if self._idle_cores[s] == self._socket_cores[s]:
             self._pkg_gated_s += max(0.0, now - self._pkg_from[s])
         self._idle_cores[s] -= 1
 
     def _core_sleeps(self, core: int, now: float) -> None:
-        """``core`` has no busy thread from ``now``: C6 after the residency; its package
-        in C6 once the last of its cores is."""
+        """``core`` has no busy thread from ``now``: C6 after the residency (or once
+        every thread of it reached a gating state); its package in C6 once the last
+        of its cores is."""
         self._idle_since[core] = now
         s = self._socket_of_core[core]
+        if self._thread_deep is not None:
+            last = max(self._thread_deep[c] for c in self._threads_of[core])
+            self._deep_delay[core] = d = max(0.0, last - now)
+            self._push_deep_at(s, core, now + d)
         self._idle_cores[s] += 1
         if self._idle_cores[s] == self._socket_cores[s]:
-            self._pkg_from[s] = now + self.deep_after_s
+            if self._thread_deep is None:
+                self._pkg_from[s] = now + self.deep_after_s
+            else:
+                self._pkg_from[s] = self._socket_deep_at(s)
+
+    def _push_deep_at(self, s: int, core: int, at: float) -> None:
+        """Remember when idle ``core`` reaches C6 (a max-heap per socket with stale
+        entries dropped lazily, so that the package's C6 costs O(log cores))."""
+        self._core_ver[core] += 1
+        heap = self._deep_heap[s]
+        heapq.heappush(heap, (-at, core, self._core_ver[core]))
+        if len(heap) > 4 * self._socket_cores[s] + 8:
+            heap[:] = [e for e in heap if self._current(e)]
+            heapq.heapify(heap)
+
+    def _current(self, entry) -> bool:
+        _at, core, ver = entry
+        return ver == self._core_ver[core] and not self._nbusy[core]
+
+    def _socket_deep_at(self, s: int) -> float:
+        """When the last core of socket ``s`` (all idle) reaches C6."""
+        heap = self._deep_heap[s]
+        while not self._current(heap[0]):
+            heapq.heappop(heap)
+        return -heap[0][0]
+
+    def use_idle_model(self, deep_after) -> None:
+        """Gate by the idle states a cpuidle governor chose (models.cpuidle) instead of
+        the hindsight rule: ``deep_after[cpu]`` is when thread ``cpu``, idle from the
+        start, reaches a gating state (s after start); ``idle`` then takes each idle
+        period's. A core is in C6 once all its threads are (Intel SDM vol. 3, 14.5:
+        the core's C-state is the shallowest of its threads')."""
+        self._thread_deep = [self.t0 + deep_after[c] for c in range(self.n_cpus)]
+        self._threads_of = [[] for _ in range(self.n_cores)]
+        self._core_ver = [0] * self.n_cores
+        self._deep_heap = [[] for _ in self._socket_cores]
+        for c in range(self.n_cpus):
+            self._threads_of[self.core_of[c]].append(c)
+        for core in range(self.n_cores):
+            if not self._nbusy[core]:
+                since = self._idle_since[core]
+                last = max(self._thread_deep[c] for c in self._threads_of[core])
+                self._deep_delay[core] = d = max(0.0, last - since)
+                self._push_deep_at(self._socket_of_core[core], core, since + d)
+        for s in range(len(self._socket_cores)):
+            if self._idle_cores[s] == self._socket_cores[s]:
+                self._pkg_from[s] = self._socket_deep_at(s)
 
     def active_cores(self, now: float) -> int:
         """Cores in C0 or C1 at ``now``: a hardware thread of it runs, or it has been idle
         less than the C6 residency (what Intel's turbo bins count as active cores)."""
-        d = self.deep_after_s
+        d = self._deep_delay
         return sum(1 for core in range(self.n_cores)
-                   if self._nbusy[core] or now - max(self._idle_since[core], self.t0) < d)
+                   if self._nbusy[core] or now - max(self._idle_since[core], self.t0) < d[core])
 
     def gated_joules(self, now: float) -> float:
         """Static energy the idle states saved since ``start`` (J)."""
         core_s = self._gated_s
-        d = self.deep_after_s
+        d = self._deep_delay
         for core in range(self.n_cores):
             if not self._nbusy[core]:
-                core_s += max(0.0, now - max(self._idle_since[core], self.t0) - d)
+                core_s += max(0.0, now - max(self._idle_since[core], self.t0) - d[core])
         pkg_s = self._pkg_gated_s
         for s, n in enumerate(self._socket_cores):
             if self._idle_cores[s] == n:
@@ -198,10 +258,13 @@ class EnergyMeter:
         self._ghz[core] = ghz
         self._p[core] = self._power(ghz)
 
-    def idle(self, cpu: int, now: float) -> None:
-        """``cpu`` stops running."""
+    def idle(self, cpu: int, now: float, deep_after: float | None = None) -> None:
+        """``cpu`` stops running; under an idle model (use_idle_model) it reaches a
+        gating state ``deep_after`` s later (inf: not in this idle period)."""
         if not self._busy[cpu]:
             return
+        if deep_after is not None and self._thread_deep is not None:
+            self._thread_deep[cpu] = now + deep_after
         core = self.core_of[cpu]
         self._close(core, now)
         self._busy[cpu] = False
@@ -241,9 +304,9 @@ class EnergyMeter:
         (the static power not gated, as before the idle states)."""
         if now is None:
             return self.static_w + sum(self._p)
-        d = self.deep_after_s
+        d = self._deep_delay
         gated = sum(self._core_w for core in range(self.n_cores)
-                    if not self._nbusy[core] and now - self._idle_since[core] >= d)
+                    if not self._nbusy[core] and now - self._idle_since[core] >= d[core])
         gated += sum(self._pkg_saved_w for s, n in enumerate(self._socket_cores)
                      if self._idle_cores[s] == n and now >= self._pkg_from[s])
         return self.static_w - gated + sum(self._p)

@@ -31,6 +31,8 @@ cdef class HardwareMachine:
     cdef list _speed, _busy, _core_busy
     cdef list _ghz_now, _due_at
     cdef object _mark
+    cdef public object cpuidle, idle_governor
+    cdef list _deep_after
 
     @cython.locals(due=list)
     cpdef double clock_ghz(self, Py_ssize_t cpu, double now)

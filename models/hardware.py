@@ -104,11 +104,13 @@ memory stalls and keep their nanoseconds.
 Context switches: ``switch_cost`` = preset.ctx_switch_us (the direct cost,
 Li, Ding and Shen, ExpCS 2007); the indirect cost is not a constant: the
 switched-in thread's footprint went cold while others ran, and ``execute``
-charges it. ``wake_latency``: wake_latency_busy_us if the CPU is running;
-if idle, a shallow C-state (busy latency + cstate_shallow_exit_us, default
-2 us: intel_idle's C1/C1E exit latencies) until it has slept
-cstate_deep_after_us (default 600 us: intel_idle's C6 target residency on
-Skylake), then wake_latency_idle_us; both knobs are read from preset.extra.
+charges it. ``wake_latency``: wake_latency_busy_us if the CPU is running; if
+idle, under the default hindsight rule a shallow C-state (busy latency +
+cstate_shallow_exit_us, default 2 us: intel_idle's C1/C1E exit latencies) until
+it has slept cstate_deep_after_us (default 600 us: intel_idle's C6 target
+residency on Skylake-SP), then wake_latency_idle_us; both knobs are read from
+preset.extra. Under ``idle_governor="menu"`` the state Linux's menu governor chose
+(models/cpuidle.py): min(busy latency + its exit latency, wake_latency_idle_us).
 
 CPU numbering: models.presets.cpu_topology (Linux's: one thread of every core
 first, then the SMT siblings; cpu N's sibling is cpu N + cores).
@@ -199,11 +201,16 @@ class HardwareMachine:
     governor        cpufreq governor (default preset.default_governor)
     userspace_ghz   clock for the "userspace" governor
     governor_params governor tunables passed to the DVFS controller
+    idle_governor   which idle state a CPU enters: "menu" (Linux's, models.cpuidle) or
+                    "hindsight" (C6 once idle cstate_deep_after_us); None: the default
+                    (models.cpuidle.DEFAULT_IDLE_GOVERNOR)
+    idle_next_timer_us  menu's next timer event T (models.cpuidle; None: one tick)
     """
 
     def __init__(self, preset, effects: dict[str, bool] | None = None,
                  governor: str | None = None, userspace_ghz: float | None = None,
-                 governor_params: dict | None = None):
+                 governor_params: dict | None = None, idle_governor: str | None = None,
+                 idle_next_timer_us: int | None = None):
         if isinstance(preset, str):
             from warmcore.models.presets import get_preset
             preset = get_preset(preset)
@@ -324,6 +331,7 @@ class HardwareMachine:
         shallow = p.wake_latency_busy_us + extra.cstate_shallow_exit_us
         self._wake_shallow_s = min(shallow, p.wake_latency_idle_us) * 1e-6 if sw else 0.0
         self._deep_after_s = extra.cstate_deep_after_us * 1e-6
+        self._init_cpuidle(p, idle_governor, idle_next_timer_us, ctl)
 
         self._ns_llc = topo.ns_llc
         # a NIC's DMA writes the LLC (dma_write); only with caches to write into
@@ -651,9 +659,39 @@ class HardwareMachine:
     def switch_cost(self, cpu, prev_key, next_key):
         return self._ctx_s
 
+    def _init_cpuidle(self, p, idle_governor, next_timer_us, ctl):
+        """The menu governor's per-thread state (models.cpuidle), told to the energy
+        meter and the package's turbo control; None under the hindsight rule."""
+        from warmcore.models.cpuidle import (DEFAULT_IDLE_GOVERNOR, IDLE_GOVERNORS,
+                                             TICK_USEC_HZ250, CpuIdle, idle_states)
+
+        gov = DEFAULT_IDLE_GOVERNOR if idle_governor is None else idle_governor
+        if gov not in IDLE_GOVERNORS:
+            raise ConfigError("idle_governor", f"unknown idle governor {gov!r}; known: "
+                                               f"{', '.join(IDLE_GOVERNORS)}")
+        self.idle_governor = gov
+        self.cpuidle = None
+        self._deep_after = None
+        if gov != "menu":
+            return
+        t = TICK_USEC_HZ250 if next_timer_us is None else int(next_timer_us)
+        if t < 1:
+            raise ConfigError("idle_next_timer_us", f"must be at least 1 us (got {t})")
+        idle = self.cpuidle = CpuIdle(idle_states(p), self.n_cpus, next_timer_us=t,
+                                      wake_busy_s=self._wake_busy_s,
+                                      wake_cap_s=self._wake_idle_s)
+        self._deep_after = [idle.enter(c, 0.0) for c in range(self.n_cpus)]
+        if self.meter is not None:
+            self.meter.use_idle_model(self._deep_after)
+        pcu = getattr(ctl, "pcu", None)
+        if pcu is not None:
+            pcu.use_idle_model(self._deep_after)
+
     def wake_latency(self, cpu, idle_since, now):
         if idle_since < 0.0:
             return self._wake_busy_s
+        if self.cpuidle is not None:
+            return self.cpuidle.wake(cpu, now)
         if now - idle_since >= self._deep_after_s:
             return self._wake_idle_s
         return self._wake_shallow_s
@@ -725,13 +763,19 @@ class HardwareMachine:
                 self.rate_hook(sib, now)
 
     def cpu_idle(self, cpu, now):
+        if self.cpuidle is not None:
+            # the governor's choice first: the clock's package control reads it
+            self._deep_after[cpu] = self.cpuidle.enter(cpu, now)
         if not self._busy[cpu]:
             return
         self._busy[cpu] = False
         self._core_busy[self.cpu_core[cpu]] -= 1
         self.clock.cpu_idle(cpu, now)
         if self.meter is not None:
-            self.meter.idle(cpu, now)
+            if self._deep_after is None:
+                self.meter.idle(cpu, now)
+            else:
+                self.meter.idle(cpu, now, self._deep_after[cpu])
         if self.bus is not None:
             self.bus.close(self.cpu_socket[cpu], cpu, now)
         if self._smt and self.rate_hook is not None:

@@ -67,9 +67,12 @@ class PresetExtra(BaseModel):
         "disabled and 2 W with them (Intel XTU; Legit Reviews, 'What enabling C6/C7 "
         "low-power states do on the Core i7-4770K', 2013)"))
     cstate_shallow_exit_us: float = Field(default=2.0, ge=0, description=(
-        "intel_idle C1/C1E exit latency, added to wake_latency_busy_us"))
+        "intel_idle C1/C1E exit latency, added to wake_latency_busy_us (the hindsight "
+        "idle rule; under menu, the C1 of a preset intel_idle does not drive)"))
     cstate_deep_after_us: float = Field(default=600.0, ge=0, description=(
-        "intel_idle C6 target residency on Skylake: idle longer, the deep exit applies"))
+        "intel_idle C6 target residency on Skylake-SP: under the hindsight idle rule, "
+        "idle longer and the deep exit applies; under menu, the C6 residency of a "
+        "preset intel_idle does not drive (models.cpuidle)"))
     fill_buffers: int = Field(default=10, gt=0, description=(
         "L1D fill buffers: demand misses a core keeps in flight, the cap on mlp (Intel "
         "64 and IA-32 Architectures Optimization Reference Manual, Sandy Bridge L1 "

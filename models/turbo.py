@@ -9,8 +9,10 @@ single-core maximum whatever the load:
   in C0 or C1; cores in C3/C6 do not count (Intel SDM vol. 3, MSR_TURBO_RATIO_LIMIT
   "maximum turbo ratio limit of N core active"; Tom's Hardware on Nehalem's PCU:
   "with only one core active (in C0 or C1)", idle cores "in C3 or C6"). Here a core
-  is active while a hardware thread of it runs or it has been idle less than
-  ``cstate_deep_after_us`` (the energy model's C6 entry, models.energy).
+  is active while a hardware thread of it runs or it has not reached C6: under the
+  hindsight rule, idle less than ``cstate_deep_after_us``; under menu, until every
+  thread of it entered a state of C6 or deeper (models.energy, models.cpuidle; a
+  core whose threads chose C3 counts as active here).
   ``PresetExtra.turbo_bins_ghz[k-1]`` is the limit with k active cores (the last
   entry for more); empty: ``turbo_ghz`` whatever the count.
 * **RAPL.** The package's power is kept at or below PL1 = TDP averaged over the
@@ -116,6 +118,7 @@ class PackageControl:
         self.avg_w = [floor] * preset.sockets      # the package was idle before the run
         self.last_w = [floor] * preset.sockets     # mean power of the last interval
         self._mark = [(0.0, 0.0)] * preset.sockets  # (time, joules) at the last tick
+        self.deep_after = None     # use_idle_model
 
     def start(self, now: float) -> None:
         self._mark = [(now, m.joules(now)) for m in self.meters]
@@ -125,7 +128,21 @@ class PackageControl:
         self.meters[self.socket_of[cpu]].busy(self.local_cpu[cpu], now, ghz)
 
     def idle(self, cpu: int, now: float) -> None:
-        self.meters[self.socket_of[cpu]].idle(self.local_cpu[cpu], now)
+        d = self.deep_after
+        self.meters[self.socket_of[cpu]].idle(self.local_cpu[cpu], now,
+                                              None if d is None else d[cpu])
+
+    def use_idle_model(self, deep_after) -> None:
+        """The meters gate by a cpuidle governor's states (EnergyMeter.use_idle_model):
+        ``deep_after`` (global CPU numbers) holds, when a CPU goes idle, how long until
+        it reaches a gating state; the caller updates it before the idle notice."""
+        self.deep_after = deep_after
+        for s, meter in enumerate(self.meters):
+            local = [0.0] * meter.n_cpus
+            for cpu, sock in enumerate(self.socket_of):
+                if sock == s and self.local_cpu[cpu] < meter.n_cpus:
+                    local[self.local_cpu[cpu]] = deep_after[cpu]
+            meter.use_idle_model(local)
 
     def freq_change(self, cpu: int, now: float, ghz: float) -> None:
         self.meters[self.socket_of[cpu]].freq_change(self.local_cpu[cpu], now, ghz)

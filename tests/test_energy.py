@@ -166,7 +166,8 @@ def test_machine_reports_joules_and_clock_over_the_window_from_its_mark():
     from warmcore.models.hardware import HardwareMachine
 
     p = get_preset("i7-3770")
-    m = HardwareMachine(p, governor="userspace", userspace_ghz=1.6)
+    m = HardwareMachine(p, governor="userspace", userspace_ghz=1.6,
+                        idle_governor="hindsight")    # C6 600 us after idle entry
     m.cpu_busy(0, 0.0)
     m.measure_from(1.0)
     m.cpu_idle(0, 2.0)

@@ -705,6 +705,9 @@ NO_WRAP = "at one event per microsecond the ring never fills, so the producer ne
 # the turbo limits (models/turbo.py) act only with turbo on, off in every preset
 NO_TURBO = "the i7-3770's turbo is off (every preset's default): its limits are not read"
 SAME_NUMBERS = {
+    "machine.idle_next_timer_us": "menu's next timer event is read only with "
+                                  "machine.idle_governor = 'menu'; the default is the "
+                                  "hindsight rule (models/cpuidle.py)",
     "workload.mmpp_on_us": MMC_POISSON,
     "workload.mmpp_off_us": MMC_POISSON,
     "workload.mmpp_off_fraction": MMC_POISSON,

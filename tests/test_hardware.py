@@ -51,8 +51,8 @@ TEST = Preset(
 )
 
 
-def machine(preset=TEST, **eff) -> HardwareMachine:
-    return HardwareMachine(preset, effects={**FIXED, **eff})
+def machine(preset=TEST, idle_governor=None, **eff) -> HardwareMachine:
+    return HardwareMachine(preset, effects={**FIXED, **eff}, idle_governor=idle_governor)
 
 
 # ----------------------------------------------------------------------------- protocol
@@ -310,13 +310,13 @@ def test_dram_time_does_not_scale_with_the_clock_but_cache_hits_do():
 
 # ----------------------------------------------------------------------------- OS costs
 def test_switch_wake_and_futex_costs():
-    m = machine()
+    m = machine(idle_governor="hindsight")    # the rule by idle time (models/cpuidle.py: menu)
     assert m.switch_cost(0, "a", "b") == pytest.approx(3.8e-6)
     assert m.futex_wake_cost() == pytest.approx(1.5e-6)
     assert m.wake_latency(0, -1.0, 1.0) == pytest.approx(5e-6)          # CPU busy
     assert m.wake_latency(0, 0.9999, 1.0) == pytest.approx(7e-6)        # shallow C-state
     assert m.wake_latency(0, 0.5, 1.0) == pytest.approx(30e-6)          # deep C-state
-    off = machine(switch_costs=False)
+    off = machine(switch_costs=False, idle_governor="hindsight")
     assert (off.switch_cost(0, "a", "b"), off.futex_wake_cost(),
             off.wake_latency(0, 0.0, 1.0), off.wake_latency(0, -1.0, 1.0)) == (0, 0, 0, 0)
 
@@ -374,7 +374,10 @@ def test_cost_per_call_is_independent_of_core_count():
                  pstates_ghz=(1.0, 2.0))
     counts = []
     for p in (small, big):
-        m = HardwareMachine(p, governor="ondemand")
+        # the hindsight idle rule: under menu, the package's C6 start is a max over
+        # its idle cores kept in a heap (models/energy.py _socket_deep_at), whose
+        # cost grows as log(cores)
+        m = HardwareMachine(p, governor="ondemand", idle_governor="hindsight")
         seg = [Segment(1e4, (Footprint(TASK, i, 100, i % 2 == 0),
                              Footprint(THREAD, None, 30, True), Footprint(CODE, "c", 50),
                              Footprint(SHARED, "q", 2, True)), 3, "q") for i in range(40)]

@@ -184,7 +184,7 @@ def machine(coherence: bool):
     env = simpy.Environment()
     m = HardwareMachine("i7-3770", effects={
         "caches": coherence, "coherence": coherence, "dvfs": False, "smt": False,
-        "membus": False, "energy": False})
+        "membus": False, "energy": False}, idle_governor="hindsight")   # 4 + 2 us
     k = Kernel(env, m)
     m.bind(env, None)
     return env, m, k

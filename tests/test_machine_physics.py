@@ -21,8 +21,10 @@ PLAIN = {"caches": False, "coherence": False, "contention": False, "membus": Fal
 
 
 def _machine(name="i7-3770", ghz=1.6, **effects):
+    # the hindsight idle rule, whose exit latencies these tests compute by hand (the
+    # menu governor's are tests/test_cpuidle.py's)
     return HardwareMachine(get_preset(name), {**PLAIN, **effects}, governor="userspace",
-                           userspace_ghz=ghz)
+                           userspace_ghz=ghz, idle_governor="hindsight")
 
 
 # -- item 5: the C-state exit is not busy ------------------------------------------

@@ -65,7 +65,9 @@ def build_machine(cfg: Scenario):
 
     try:
         return HardwareMachine(preset, effects=effects, governor=m.governor,
-                               userspace_ghz=m.frequency_ghz, governor_params=m.governor_params)
+                               userspace_ghz=m.frequency_ghz, governor_params=m.governor_params,
+                               idle_governor=m.idle_governor,
+                               idle_next_timer_us=m.idle_next_timer_us)
     except ConfigError as e:
         raise e.under("machine", {"userspace_ghz": "machine.frequency_ghz"}) from None
     except ValueError as e:             # no field of its own: the machine as a whole

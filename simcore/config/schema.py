@@ -123,6 +123,15 @@ class MachineCfg(Strict):
         default=None, description="the userspace governor's fixed clock")
     turbo: bool | None = None
     governor_params: dict[str, float] = {}
+    idle_governor: Literal["menu", "hindsight"] | None = Field(default=None, description=(
+        "which idle state a CPU enters: menu, Linux's default cpuidle governor, chooses "
+        "at idle entry from a prediction (models.cpuidle); hindsight: C6 once a core "
+        "has been idle the preset's cstate_deep_after_us. None: hindsight (docs/model.md "
+        "says why menu is not yet the default)"))
+    idle_next_timer_us: Annotated[int, Field(ge=1, le=10_000_000)] | None = Field(
+        default=None, description=(
+            "menu's next timer event T at every idle entry (us); the model has no "
+            "timers. None: one tick at CONFIG_HZ=250, 4000 us"))
     overrides: dict[str, Any] = Field(
         default={}, description='any Preset field (models.presets.Preset, validated there)')
     effects: Effects = Effects()
