@@ -100,6 +100,13 @@ class Strict(BaseModel):
 Seed = Annotated[int, Field(ge=0, lt=2**63)]
 MAX_SEEDS = 64
 MAX_DRAWS = 1000          # predict --draws: each draw is one simulation
+# A sampling governor's clock is a choice every sampling period: a run that covers
+# fewer of them than this may report a clock (and what it moves) still settling. On
+# the Jetty 8 setup jetty9-milestone's clock ran 1.85 GHz over 14 samples (3,000
+# requests) and 1.60 over 100 (20,000); pipeline's milestone, per-CPU against one
+# package policy, spread 0.932-0.986 over seeds 1-4 at 40 samples and 0.933-0.954 at
+# 100 (tests/test_dvfs_per_cpu.py, docs/calibration.md).
+MIN_GOVERNOR_SAMPLES = 50
 H_MAX = 0.2               # widest finite-difference step, in the unit box (see jac)
 MAX_FIT = 64              # fitted parameters (a spec's and a PARAMS.toml's alike)
 MAX_MEASUREMENTS = 64     # each one a simulation per seed and evaluation
@@ -556,12 +563,31 @@ def predict(params: dict, scenario, strategy: str | None = None, sets: Iterable[
                               max_wall=max_wall)
         rows.append({k: _finite(f(r)) for k, f in FIGURES.items()})
     out = centre.to_dict()
+    short = governor_samples_note(sc, out["sim_seconds"])
+    if short:
+        out["warnings"] = [*out["warnings"], short]
     out["fitted"] = to_values(fit, u0)
     if rows:
         out["interval95"] = {k: [float(np.percentile([x[k] for x in rows], 2.5)),
                                  float(np.percentile([x[k] for x in rows], 97.5))]
                              for k in FIGURES}
     return out
+
+
+def governor_samples_note(sc, sim_seconds: float) -> str | None:
+    """A warning when a run of ``sc`` that measured ``sim_seconds`` covered fewer than
+    MIN_GOVERNOR_SAMPLES periods of its sampling governor (ondemand, conservative: the
+    ones with ``sampling_rate_us``), else None."""
+    rate = {p.path: p.value for p in warmcore.parameters(sc)}.get(
+        "machine.governor_params.sampling_rate_us")
+    if not rate or not sim_seconds > 0.0:
+        return None
+    samples = sim_seconds / (rate * 1e-6)
+    if samples >= MIN_GOVERNOR_SAMPLES:
+        return None
+    return (f"the run measured {samples:.0f} of its governor's {rate / 1000:g} ms samples "
+            f"(fewer than {MIN_GOVERNOR_SAMPLES}): its clock (ghz) and the figures the "
+            "clock moves may not have settled; lengthen it (--requests)")
 
 
 def spec_hashes(spec: CalibrationSpec) -> dict[str, str]:

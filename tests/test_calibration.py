@@ -262,6 +262,38 @@ def test_the_jetty_8_fit_predicts_the_milestones_parallel_slowdown(jetty_8_fit, 
     assert per_req(j9, "l1d_misses") > per_req(pc, "l1d_misses")
 
 
+def test_a_prediction_too_short_for_the_governor_says_so(jetty_8_fit, tmp_path,
+                                                         pytestconfig):
+    """ondemand chooses the clock every 10 ms: the milestone's 3,000 requests (0.14 s)
+    cover 14 samples, under MIN_GOVERNOR_SAMPLES (50), and the prediction warns;
+    20,000 requests (1.0 s, 100 samples) do not."""
+    from warmcore.calibration.fit import predict
+    from warmcore.calibration.params import load_params, write_params
+
+    out = tmp_path / "jetty-8.params.toml"
+    write_params(jetty_8_fit, out)
+    scenario = str(pytestconfig.rootpath / EXAMPLE / "jetty-8.toml")
+    short, long = (predict(load_params(out), scenario, strategy="jetty9-milestone",
+                           draws=0, requests=n) for n in (3000, 20000))
+    note = [w for w in short["warnings"] if "governor's 10 ms samples" in w]
+    assert len(note) == 1 and "measured 14 of" in note[0], short["warnings"]
+    assert not any("samples" in w for w in long["warnings"]), long["warnings"]
+
+
+@pytest.mark.parametrize("scenario, seconds, samples", [
+    ("pipeline", 0.49, 49), ("pipeline", 0.5, None), ("hello", 0.01, None)])
+def test_the_governor_note_counts_sampling_periods_by_hand(scenario, seconds, samples):
+    """pipeline: the i7-3770's ondemand, sampling_rate 10 ms: 0.49 s is 49 samples
+    (a note), 0.5 s is 50 (none); hello runs the performance governor (no samples)."""
+    from warmcore.calibration.fit import governor_samples_note
+
+    note = governor_samples_note(warmcore.Scenario.load(scenario), seconds)
+    if samples is None:
+        assert note is None
+    else:
+        assert note.startswith(f"the run measured {samples} of its governor's 10 ms")
+
+
 def test_a_sweep_of_a_calibrated_model_applies_the_fitted_values(tmp_path, fitted):
     from warmcore.calibration.params import write_params
     from warmcore.sweeps import read_results
