@@ -161,15 +161,20 @@ class EnergyMeter:
         self._idle_since[core] = now
         s = self._socket_of_core[core]
         if self._thread_deep is not None:
-            last = max(self._thread_deep[c] for c in self._threads_of[core])
-            self._deep_delay[core] = d = max(0.0, last - now)
-            self._push_deep_at(s, core, now + d)
+            self._schedule_core_c6(core, now)
         self._idle_cores[s] += 1
         if self._idle_cores[s] == self._socket_cores[s]:
             if self._thread_deep is None:
                 self._pkg_from[s] = now + self.deep_after_s
             else:
                 self._pkg_from[s] = self._socket_deep_at(s)
+
+    def _schedule_core_c6(self, core: int, since: float) -> None:
+        """Idle ``core`` (since ``since``) reaches C6 when the last of its threads
+        reaches a gating state (use_idle_model)."""
+        last = max(self._thread_deep[c] for c in self._threads_of[core])
+        self._deep_delay[core] = d = max(0.0, last - since)
+        self._push_deep_at(self._socket_of_core[core], core, since + d)
 
     def _push_deep_at(self, s: int, core: int, at: float) -> None:
         """Remember when idle ``core`` reaches C6 (a max-heap per socket with stale
@@ -206,10 +211,7 @@ class EnergyMeter:
             self._threads_of[self.core_of[c]].append(c)
         for core in range(self.n_cores):
             if not self._nbusy[core]:
-                since = self._idle_since[core]
-                last = max(self._thread_deep[c] for c in self._threads_of[core])
-                self._deep_delay[core] = d = max(0.0, last - since)
-                self._push_deep_at(self._socket_of_core[core], core, since + d)
+                self._schedule_core_c6(core, self._idle_since[core])
         for s in range(len(self._socket_cores)):
             if self._idle_cores[s] == self._socket_cores[s]:
                 self._pkg_from[s] = self._socket_deep_at(s)

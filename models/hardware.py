@@ -772,10 +772,8 @@ class HardwareMachine:
         self._core_busy[self.cpu_core[cpu]] -= 1
         self.clock.cpu_idle(cpu, now)
         if self.meter is not None:
-            if self._deep_after is None:
-                self.meter.idle(cpu, now)
-            else:
-                self.meter.idle(cpu, now, self._deep_after[cpu])
+            d = self._deep_after
+            self.meter.idle(cpu, now, None if d is None else d[cpu])
         if self.bus is not None:
             self.bus.close(self.cpu_socket[cpu], cpu, now)
         if self._smt and self.rate_hook is not None:
