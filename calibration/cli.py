@@ -121,6 +121,7 @@ def format_calibration(cal) -> str:
         lines.append(f" {f['figure']:44s} {f['measured']:12.5g} {f['fitted']:12.5g} "
                      f"{f['residual_sigmas']:+7.2f}")
     lines += [f" warning: {w}" for w in cal.warnings]
+    lines += [f" note: {n}" for n in cal.notes]
     return "\n".join(lines)
 
 

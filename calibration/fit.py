@@ -357,6 +357,9 @@ class Calibration:
     evaluations: int
     cost: float
     warnings: list[str] = field(default_factory=list)
+    # advisory, not a disagreement: a measurement's simulated window too short for its
+    # sampling governor to settle (governor_samples_note)
+    notes: list[str] = field(default_factory=list)
     unit_optimum: list[float] = field(default_factory=list)
     unit_cov: list[list[float]] = field(default_factory=list)
 
@@ -364,7 +367,7 @@ class Calibration:
         return {"values": self.values, "ci95": {k: list(v) for k, v in self.ci95.items()},
                 "correlation": self.correlation, "condition_number": self.condition_number,
                 "figures": self.figures, "evaluations": self.evaluations, "cost": self.cost,
-                "warnings": self.warnings, "method": METHOD,
+                "warnings": self.warnings, "notes": self.notes, "method": METHOD,
                 "spec_digest": self.spec.digest(), "warmcore_version": warmcore.__version__}
 
     def predict(self, scenario, strategy: str | None = None, sets: Iterable[str] = (),
@@ -481,7 +484,26 @@ class Calibrator:
         u = sol.x
         r = fun(u)
         J = jac(u)
-        return self._report(u, r, J, labels, meas, weight)
+        cal = self._report(u, r, J, labels, meas, weight)
+        cal.notes = self._governor_notes(cal.values)
+        return cal
+
+    def _governor_notes(self, values: dict[str, float]) -> list[str]:
+        """One note per measurement whose simulated window, at the fitted values, covers
+        fewer than MIN_GOVERNOR_SAMPLES periods of its sampling governor: the fit then
+        compared the measured clock with a simulated one still settling. One run at the
+        spec's first seed, outside the fit's budget of evaluations."""
+        spec, notes = self.spec, []
+        for m in spec.measurement:
+            sc = m.scenario_obj(spec.base_dir)
+            sc = sc.with_(_typed(sc, values), requests=spec.run.requests)
+            if not _samples_governor(sc):
+                continue
+            r = warmcore.simulate(sc, seed=spec.run.seeds[0], max_wall=spec.run.max_wall)
+            note = governor_samples_note(sc, r.sim_seconds)
+            if note:
+                notes.append(f"{m.name}: {note.replace('(--requests)', '([run] requests)')}")
+        return notes
 
     def _report(self, u, r, J, labels, meas, weight) -> Calibration:
         spec = self.spec
@@ -574,12 +596,18 @@ def predict(params: dict, scenario, strategy: str | None = None, sets: Iterable[
     return out
 
 
+def _samples_governor(sc) -> float | None:
+    """The sampling period (us) of ``sc``'s governor if it samples (ondemand,
+    conservative: the ones with ``sampling_rate_us``), else None."""
+    return {p.path: p.value for p in warmcore.parameters(sc)}.get(
+        "machine.governor_params.sampling_rate_us")
+
+
 def governor_samples_note(sc, sim_seconds: float) -> str | None:
     """A warning when a run of ``sc`` that measured ``sim_seconds`` covered fewer than
     MIN_GOVERNOR_SAMPLES periods of its sampling governor (ondemand, conservative: the
     ones with ``sampling_rate_us``), else None."""
-    rate = {p.path: p.value for p in warmcore.parameters(sc)}.get(
-        "machine.governor_params.sampling_rate_us")
+    rate = _samples_governor(sc)
     if not rate or not sim_seconds > 0.0:
         return None
     samples = sim_seconds / (rate * 1e-6)

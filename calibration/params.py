@@ -49,6 +49,7 @@ def params_document(cal, where: str | Path | None = None) -> dict:
         "evaluations": cal.evaluations,
         "condition_number": cal.condition_number if cal.condition_number < 1e300 else 1e300,
         "warnings": list(cal.warnings),
+        "notes": list(cal.notes),
         "values": dict(cal.values),
         "ci95": {k: list(v) for k, v in cal.ci95.items()},
         "fit": [f.model_dump() for f in spec.fit],

@@ -50,6 +50,7 @@ def write_report(cal, path: str | Path, strategies=None) -> None:
     params = "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.6g}</td><td>[{cal.ci95[k][0]:.6g}, "
                      f"{cal.ci95[k][1]:.6g}]</td></tr>" for k, v in cal.values.items())
     warn = "".join(f"<li>{html.escape(w)}</li>" for w in cal.warnings) or "<li>none</li>"
+    warn += "".join(f"<li>note: {html.escape(n)}</li>" for n in cal.notes)
     pred = pd.DataFrame(predictions(cal, strategies)).to_html(index=False)
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>warmcore calibration</title>
 <script src="https://cdn.jsdelivr.net/npm/vega@5"></script>

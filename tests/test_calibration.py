@@ -230,6 +230,45 @@ def test_the_jetty_8_fit_explains_every_figure_and_identifies_every_parameter(je
     assert len(cal.figures) == 11
 
 
+def test_the_jetty_8_fit_notes_that_its_window_is_short_for_ondemand(jetty_8_fit, tmp_path):
+    """calibrate.toml fits over 3,000 requests: by hand, at the measured 1,000,000
+    requests in 37.696 s (26,528 req/s) that is 0.113 s, 11 of ondemand's 10 ms
+    samples, under MIN_GOVERNOR_SAMPLES (50). The fit says so in a note (advisory: not a
+    warning, every figure still agrees), on the command line, in PARAMS.toml and in the
+    JSON."""
+    from warmcore.calibration.cli import format_calibration
+    from warmcore.calibration.params import load_params, write_params
+
+    by_hand = round(3000 / (1_000_000 / 37.696) / 0.010)
+    assert by_hand == 11
+    assert jetty_8_fit.notes == [
+        f"jetty-8: the run measured {by_hand} of its governor's 10 ms samples (fewer than "
+        "50): its clock (ghz) and the figures the clock moves may not have settled; "
+        "lengthen it ([run] requests)"]
+    assert f" note: {jetty_8_fit.notes[0]}" in format_calibration(jetty_8_fit).splitlines()
+    assert jetty_8_fit.to_dict()["notes"] == jetty_8_fit.notes
+    write_params(jetty_8_fit, tmp_path / "p.toml")
+    assert load_params(tmp_path / "p.toml")["notes"] == jetty_8_fit.notes
+
+
+def test_a_governor_note_needs_a_sampling_governor_and_a_short_window():
+    """The same synthetic spec on pipeline (ondemand): one note whose sample count is
+    the run's measured window over 10 ms; under the performance governor, none."""
+    from warmcore.calibration.fit import MIN_GOVERNOR_SAMPLES
+
+    spec = _spec({"throughput_rps": 1.0})
+    notes = Calibrator(spec, workers=1)._governor_notes(TRUTH)
+    r = warmcore.simulate(warmcore.Scenario.load("pipeline").with_(TRUTH, requests=2000), seed=1)
+    samples = r.sim_seconds / 0.010
+    assert samples < MIN_GOVERNOR_SAMPLES
+    assert notes == [f"synthetic: the run measured {samples:.0f} of its governor's 10 ms "
+                     "samples (fewer than 50): its clock (ghz) and the figures the clock "
+                     "moves may not have settled; lengthen it ([run] requests)"]
+    fixed = CalibrationSpec.from_data({**spec.model_dump(), "measurement": [
+        {**spec.measurement[0].model_dump(), "set": ["machine.governor=performance"]}]})
+    assert Calibrator(fixed, workers=1)._governor_notes(TRUTH) == []
+
+
 def test_the_jetty_8_fit_predicts_the_milestones_parallel_slowdown(jetty_8_fit, tmp_path,
                                                                   pytestconfig):
     """From the fit, jetty9-milestone against pc on the measured setup: slower, more
