@@ -33,6 +33,8 @@ cdef class CacheState:
     @cython.locals(horizon=double, live=dict, e=_Entry, keep=Py_ssize_t)
     cpdef _sweep(self)
 
+    cpdef flush(self)
+
 
 cdef class Hierarchy:
     cdef public list l1d, l1i, l2, llc
@@ -55,6 +57,8 @@ cdef class Hierarchy:
                    llcm=double, llcs=double, llcsm=double, miss=double, st=double,
                    fresh=double, walked=double, coh=bint, has_l2=bint, is_code=bint, walk=bint)
     cpdef touch(self, Py_ssize_t core, Py_ssize_t my_llc, footprint, thread_key)
+
+    cpdef flush_core(self, Py_ssize_t core)
 
     @cython.locals(held=double, h=double, x=double, wllc=Py_ssize_t)
     cdef tuple _from_writer(self, list d, Py_ssize_t core, Py_ssize_t my_llc, okey,

@@ -328,6 +328,11 @@ class CacheState:
         if self._sweep_at <= len(live):
             self._sweep_at = len(live) + 1
 
+    def flush(self) -> None:
+        """Every line leaves this cache (a core's idle state flushed it): each owner
+        then reads as cold. The clock stays, so later footprints age as before."""
+        self.owners = {}
+
     def __len__(self) -> int:
         return len(self.owners)
 
@@ -521,6 +526,16 @@ class Hierarchy:
         self.llc_misses = llcm
         self.llc_stores = llcs
         self.llc_store_misses = llcsm
+
+    def flush_core(self, core) -> None:
+        """``core``'s own caches (L1I, L1D, L2) flushed to the LLC, as a core does in C3
+        and deeper (models.hardware "Idle states empty a core's caches"): its next
+        touches reload from the LLC, which still holds what it wrote."""
+        self.l1d[core].flush()
+        if self.l1i[core] is not self.l1d[core]:
+            self.l1i[core].flush()
+        if self.has_l2:
+            self.l2[core].flush()
 
     def _from_writer(self, d, core, my_llc, okey, lines):
         """Lines of ``okey`` modified by core d[0] that it still holds: returns

@@ -129,13 +129,24 @@ def idle_states(preset) -> tuple[IdleState, ...]:
     return _t(("C1", c1, c1), ("C6", c6, int(round(extra.cstate_deep_after_us))))
 
 
-def gating_index(states) -> int:
-    """Index of the first state that cuts the core's voltage (C6 and deeper)."""
+def _first_at_depth(states, depth: int) -> int:
+    """Index of the first state numbered ``depth`` or deeper (C3 for 3, C1E for 1)."""
     for i, s in enumerate(states):
         digits = "".join(ch for ch in s.name[1:] if ch.isdigit())
-        if not s.polling and digits and int(digits) >= 6:
+        if not s.polling and digits and int(digits) >= depth:
             return i
     return len(states)
+
+
+def flushing_index(states) -> int:
+    """Index of the first state in which a core flushes its L1s and L2 to the LLC (C3
+    and deeper: PresetExtra.cstate_flushes_core_caches)."""
+    return _first_at_depth(states, 3)
+
+
+def gating_index(states) -> int:
+    """Index of the first state that cuts the core's voltage (C6 and deeper)."""
+    return _first_at_depth(states, 6)
 
 
 # -- menu.c, function by function -------------------------------------------------
@@ -305,6 +316,7 @@ class CpuIdle:
                  wake_cap_s: float = math.inf, latency_req: int = INT_MAX):
         self.states = tuple(states)
         self.gate = gating_index(self.states)
+        self.flush = flushing_index(self.states)
         self.T = int(next_timer_us)
         self.tick_ns = int(tick_us) * 1000
         self.tick_us = int(tick_us)
@@ -313,6 +325,9 @@ class CpuIdle:
                         else self.tick_ns)
         self.devices = [self.long_idle_device() for _ in range(n_cpus)]
         self.entry_ns = [0] * n_cpus      # every thread idle from time 0
+        # per thread, s from its idle entry until it reaches a flushing state (C3 or
+        # deeper) in this idle period if nothing wakes it (inf: never); set by enter
+        self.flush_after = [math.inf] * n_cpus
         self.wake_s = [min(wake_busy_s + s.exit_latency_us * 1e-6, wake_cap_s)
                        for s in self.states]
         self.chosen = [0] * len(self.states)      # wake-ups from each state
@@ -362,8 +377,11 @@ class CpuIdle:
         self.entries += 1
         dev = self.devices[cpu]
         t = start
+        self.flush_after[cpu] = math.inf
         for n in range(REPLAY_CAP + 1):
             idx, end, m = self._step(dev, t)
+            if idx >= self.flush and self.flush_after[cpu] == math.inf:
+                self.flush_after[cpu] = (t - start) * 1e-9
             if idx >= self.gate:
                 return (t - start) * 1e-9
             if n == 0:

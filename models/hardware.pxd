@@ -33,6 +33,9 @@ cdef class HardwareMachine:
     cdef object _mark
     cdef public object cpuidle, idle_governor
     cdef list _deep_after
+    cdef bint _flush_on_idle
+    cdef list _flush_at, _threads_of_core, _woke_at
+    cdef public Py_ssize_t core_flushes
 
     @cython.locals(due=list)
     cpdef double clock_ghz(self, Py_ssize_t cpu, double now)

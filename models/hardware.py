@@ -112,6 +112,18 @@ residency on Skylake-SP), then wake_latency_idle_us; both knobs are read from
 preset.extra. Under ``idle_governor="menu"`` the state Linux's menu governor chose
 (models/cpuidle.py): min(busy latency + its exit latency, wake_latency_idle_us).
 
+Idle states empty a core's caches: on presets with
+``extra.cstate_flushes_core_caches`` (Intel's, from their datasheets' "Core C3
+State": the core "flushes the contents of its L1 instruction cache, L1 data cache,
+and L2 cache to the shared L3 cache"; C6 too) a core all of whose threads reached C3
+or deeper since they went idle has lost its L1s and L2: when a thread runs on it
+again (``cpu_busy``) the hierarchy forgets them (``Hierarchy.flush_core``), and what
+it touches next reloads from the LLC. Under the hindsight rule the states are C1 and
+C6 (after cstate_deep_after_us); under menu, the first state of C3 or deeper it
+chose or was promoted to (models.cpuidle ``flush_after``). The core's dirty lines
+are then in the LLC, where the directory still points other readers at the core:
+they pay a core-to-core transfer for them, as before, rather than an LLC hit.
+
 CPU numbering: models.presets.cpu_topology (Linux's: one thread of every core
 first, then the SMT siblings; cpu N's sibling is cpu N + cores).
 """
@@ -265,6 +277,8 @@ class HardwareMachine:
         self._capacity = [1.0] + [k * self._speed[k] for k in range(1, len(self._speed))]
         self._busy = [False] * self.n_cpus
         self._core_busy = [0] * topo.n_cores
+        self._threads_of_core = [[c for c in range(self.n_cpus) if self.cpu_core[c] == core]
+                                 for core in range(topo.n_cores)]
 
         # pipeline and caches
         self._ipc = p.base_ipc
@@ -331,6 +345,13 @@ class HardwareMachine:
         shallow = p.wake_latency_busy_us + extra.cstate_shallow_exit_us
         self._wake_shallow_s = min(shallow, p.wake_latency_idle_us) * 1e-6 if sw else 0.0
         self._deep_after_s = extra.cstate_deep_after_us * 1e-6
+        # idle states that flush a core's caches (module docstring): when each idle
+        # thread reaches one (s; every thread idle from time 0), and how often a core
+        # woke with its caches flushed
+        self._flush_on_idle = self._caches and extra.cstate_flushes_core_caches
+        self._flush_at = [self._deep_after_s] * self.n_cpus
+        self._woke_at = [-1.0] * self.n_cpus   # the wake-up's time, its exit not yet run
+        self.core_flushes = 0
         self._init_cpuidle(p, idle_governor, idle_next_timer_us, ctl)
 
         self._ns_llc = topo.ns_llc
@@ -681,6 +702,7 @@ class HardwareMachine:
                                       wake_busy_s=self._wake_busy_s,
                                       wake_cap_s=self._wake_idle_s)
         self._deep_after = [idle.enter(c, 0.0) for c in range(self.n_cpus)]
+        self._flush_at = list(idle.flush_after)
         if self.meter is not None:
             self.meter.use_idle_model(self._deep_after)
         pcu = getattr(ctl, "pcu", None)
@@ -690,6 +712,8 @@ class HardwareMachine:
     def wake_latency(self, cpu, idle_since, now):
         if idle_since < 0.0:
             return self._wake_busy_s
+        # the state the core wakes from is the one it was in now, not after the exit
+        self._woke_at[cpu] = now
         if self.cpuidle is not None:
             return self.cpuidle.wake(cpu, now)
         if now - idle_since >= self._deep_after_s:
@@ -753,7 +777,12 @@ class HardwareMachine:
         if self._busy[cpu]:
             return
         self._busy[cpu] = True
-        self._core_busy[self.cpu_core[cpu]] += 1
+        core = self.cpu_core[cpu]
+        woke = self._woke_at[cpu]
+        self._woke_at[cpu] = -1.0
+        if self._flush_on_idle and not self._core_busy[core]:
+            self._flush_if_deep(core, woke if woke >= 0.0 else now)
+        self._core_busy[core] += 1
         clock = self.clock
         clock.cpu_busy(cpu, now)
         if self.meter is not None:
@@ -766,8 +795,11 @@ class HardwareMachine:
         if self.cpuidle is not None:
             # the governor's choice first: the clock's package control reads it
             self._deep_after[cpu] = self.cpuidle.enter(cpu, now)
+            self._flush_at[cpu] = now + self.cpuidle.flush_after[cpu]
         if not self._busy[cpu]:
             return
+        if self.cpuidle is None:
+            self._flush_at[cpu] = now + self._deep_after_s
         self._busy[cpu] = False
         self._core_busy[self.cpu_core[cpu]] -= 1
         self.clock.cpu_idle(cpu, now)
@@ -779,6 +811,15 @@ class HardwareMachine:
         if self._smt and self.rate_hook is not None:
             for sib in self._siblings[cpu]:
                 self.rate_hook(sib, now)
+
+    def _flush_if_deep(self, core, now):
+        """``core`` is woken at ``now`` with no thread running: if every thread of it had
+        reached a state that flushes the core's caches (module docstring), they are
+        empty."""
+        at = max(self._flush_at[c] for c in self._threads_of_core[core])
+        if now >= at:
+            self.hierarchy.flush_core(core)
+            self.core_flushes += 1
 
     def _on_freq_change(self, cpu, t, ghz):
         """DvfsController listener: a CPU's clock changed at ``t``."""

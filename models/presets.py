@@ -73,6 +73,13 @@ class PresetExtra(BaseModel):
         "intel_idle C6 target residency on Skylake-SP: under the hindsight idle rule, "
         "idle longer and the deep exit applies; under menu, the C6 residency of a "
         "preset intel_idle does not drive (models.cpuidle)"))
+    cstate_flushes_core_caches: bool = Field(default=False, description=(
+        "a core whose threads are all in C3 or deeper (C6 under the hindsight idle "
+        "rule) has flushed its L1I, L1D and L2 to the LLC: the first thread to run on "
+        "it again finds them empty (Intel datasheets, 'Core C3 State': 'A core in C3 "
+        "state flushes the contents of its L1 instruction cache, L1 data cache, and "
+        "L2 cache to the shared L3 cache'; C6 flushes them too; models.hardware "
+        "'Idle states empty a core's caches')"))
     fill_buffers: int = Field(default=10, gt=0, description=(
         "L1D fill buffers: demand misses a core keeps in flight, the cap on mlp (Intel "
         "64 and IA-32 Architectures Optimization Reference Manual, Sandy Bridge L1 "
@@ -427,6 +434,15 @@ _CLIENT_RAPL = dict(power_limit_tau_s=1.0, power_limit_2_ratio=1.25)
 # 20%" above it with no default, tau programmable 0.25-40 s with no default: 1 s taken,
 # the hardware default of the client parts above
 _SERVER_RAPL = dict(power_limit_tau_s=1.0, power_limit_2_ratio=1.2)
+# Intel cores from Nehalem on flush their L1s and L2 to the L3 in core C3 and C6
+# (PresetExtra.cstate_flushes_core_caches): the datasheets' "Core C3 State" and "Core
+# C6 State" sections, word for word the same in the Xeon C5500/C3500 (Nehalem,
+# 323103-001, 2010, 8.2.4.3), the 2nd Generation Intel Core Desktop (Sandy Bridge, vol.
+# 1, 2011, 4.2.4.3), the Core i7-4820K/4930K (Ivy Bridge-E, 4.2.4.3), the Xeon E5-1600
+# v2/E5-2600 v2 and Xeon E3-1200 v3 (Haswell, 2013) datasheets. For Skylake-X and -SP
+# no datasheet was reached here: their core C6 is the same power gating (intel_idle's
+# SKX table flags it CPUIDLE_FLAG_TLB_FLUSHED), an assumption written in docs/model.md.
+_INTEL_CSTATE_FLUSH = dict(cstate_flushes_core_caches=True)
 # Xeon E5 (Sandy Bridge-EP) and later Xeons: Intel DDIO (PresetExtra.ddio)
 _XEON_DDIO = dict(ddio=True)
 
@@ -473,7 +489,8 @@ I7_3770 = Preset(
     # ondemand as Linux 3.5 (the Jetty 8 machine's kernel) has it: 'load-freq'
     extra=PresetExtra(stream_ahead_lines=20.0,
                       turbo_bins_ghz=(3.9, 3.9, 3.8, 3.7),
-                      cpufreq_policy="cpu", ondemand_rule="load-freq", **_CLIENT_RAPL),
+                      cpufreq_policy="cpu", ondemand_rule="load-freq", **_CLIENT_RAPL,
+                      **_INTEL_CSTATE_FLUSH),
 )
 
 I7_920 = Preset(
@@ -505,7 +522,7 @@ I7_920 = Preset(
     # "Intel Core i7/i5 Lynnfield performance", 2009: "2.66GHz Core i7-920 automatically
     # becomes a 2.93GHz CPU ... If only two cores are being used ... 2.80GHz"); no RAPL
     # (it came with Sandy Bridge): at 130 W its package never reaches its TDP here
-    extra=PresetExtra(turbo_bins_ghz=(2.933, 2.8, 2.8, 2.8)),
+    extra=PresetExtra(turbo_bins_ghz=(2.933, 2.8, 2.8, 2.8), **_INTEL_CSTATE_FLUSH),
 )
 
 I5_2400 = Preset(
@@ -542,7 +559,7 @@ I5_2400 = Preset(
     # "Intel Core i5 2400", 2011: "Ist nur ein Kern aktiv ... 3,4 GHz, bei Belastung von
     # zwei oder drei Kernen auf 3,3 GHz. Wenn alle vier Kerne arbeiten ... 3,2 GHz")
     extra=PresetExtra(stream_ahead_lines=20.0, turbo_bins_ghz=(3.4, 3.3, 3.3, 3.2),
-                      cpufreq_policy="cpu", **_CLIENT_RAPL),
+                      cpufreq_policy="cpu", **_CLIENT_RAPL, **_INTEL_CSTATE_FLUSH),
 )
 
 I9_7960X = Preset(
@@ -577,7 +594,7 @@ I9_7960X = Preset(
     # turbo_ghz whatever the count; no L2 streamer modeled (the manual's Skylake
     # sections not reachable here to confirm its reach: docs/model.md "A core's
     # demand reaches the memory bus")
-    extra=PresetExtra(**_CLIENT_RAPL),
+    extra=PresetExtra(**_CLIENT_RAPL, **_INTEL_CSTATE_FLUSH),
 )
 
 T1000 = Preset(
@@ -701,7 +718,7 @@ XEON_SP = Preset(
     # RAPL holds 20 busy cores near 150 W (issue 35: 264 W at 3.7 GHz without it); the
     # bins by active cores (Xeon Scalable specification update) not found here, nor the
     # Skylake streamer's reach (docs/model.md: where each was searched)
-    extra=PresetExtra(**_SERVER_RAPL, **_XEON_DDIO),
+    extra=PresetExtra(**_SERVER_RAPL, **_XEON_DDIO, **_INTEL_CSTATE_FLUSH),
 )
 
 EPYC_ZEN3 = Preset(
@@ -790,7 +807,7 @@ SERVER_2015 = Preset(
     v_min=0.75, v_max=1.1, tdp_w=120.0,
     # the bins by active cores (Xeon E5 v3 specification update) not found here, nor the
     # Haswell streamer's reach (docs/model.md: where each was searched)
-    extra=PresetExtra(**_SERVER_RAPL, **_XEON_DDIO),
+    extra=PresetExtra(**_SERVER_RAPL, **_XEON_DDIO, **_INTEL_CSTATE_FLUSH),
 )
 
 PRESETS: dict[str, Preset] = {

@@ -738,6 +738,8 @@ SAME_NUMBERS = {
     "strategy.params.max_threads": "the pool never grows to 200 threads",
     "machine.overrides.extra.fill_buffers": "a cap on the demand MLP, 1.75 on the "
                                             "i7-3770, far below 10 or 11 fill buffers",
+    "machine.overrides.extra.cstate_flushes_core_caches": "pc's one thread never lets its "
+                                                          "core sleep into C6 (600 us)",
     "strategy.params.selectors": "pc on the one connection runs on its selector's thread; "
                                  "another selector waits in epoll_wait for connections "
                                  "it does not have",

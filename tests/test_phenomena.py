@@ -204,8 +204,8 @@ def test_virtual_threads_use_more_cpu_than_a_bounded_pool_as_every_task_queues()
     (webtide/loom-trial ManyTasks and FakeDataBase; 3000 tasks, each two gets and a put
     behind a 100-permit semaphore, sleeping 1-5, 1-5 and 2 ms): one virtual thread per
     task uses "almost twice" the CPU per task of the benchmark's QueuedThreadPool(100,
-    100) for the same work: asserted 1.6 to 2.4 (twice, +-20%; measured 2.22 with the
-    SecureRandom estimate of the scenario, 1.81 at twice that cost). Why: every virtual
+    100) for the same work: asserted 1.6 to 2.4 (twice, +-20%; measured 2.17 with the
+    SecureRandom estimate of the scenario, 1.79 at twice that cost). Why: every virtual
     thread queues and dequeues on the semaphore (nearly all of its 3 acquisitions park,
     and each park and sleep freezes and thaws its stack and goes through the carrier
     pool), where the pool's 100 threads never wait for one of the 100 permits (by
@@ -240,14 +240,14 @@ def test_eat_what_you_kill_as_the_report_measured_it(ewyk_2015):
     """Phenomenon 2 (data/ewyk-benchmark.md) on the benchmark the report ran
     (jetty-project/eat-what-you-kill, April 2015): 2000 client threads, a quarter of
     the handlers sleeping up to 99 ms, PEC handing them to a 256-thread pool.
-    * PC "almost 8 times" PEC: asserted 6.5 to 8 (measured 7.78; by hand 2000 / 256 =
+    * PC "almost 8 times" PEC: asserted 6.5 to 8 (measured 7.77; by hand 2000 / 256 =
       7.81, the threads that can sleep at once);
-    * PEC "a lot less CPU (idle during dispatch delays)": under 0.3 of PC's CPUs (0.17);
-    * PEC normalised for CPU ~30% below PC: below 0.85 (0.75);
+    * PEC "a lot less CPU (idle during dispatch delays)": under 0.3 of PC's CPUs (0.18);
+    * PEC normalised for CPU ~30% below PC: below 0.85 (0.72);
     * EPC better than PC "because it could use more cores": above 1.04x PC's throughput
-      on above 1.05x its CPUs (1.078 and 1.114; at most 2256 / 2000 = 1.128 by hand,
+      on above 1.05x its CPUs (1.079 and 1.110; at most 2256 / 2000 = 1.128 by hand,
       the pool's threads added to the clients');
-    * EPC "near identical" to PC per CPU: within 10% (0.968)."""
+    * EPC "near identical" to PC per CPU: within 10% (0.972)."""
     pc, pec, epc = ewyk_2015["pc"], ewyk_2015["pec"], ewyk_2015["epc"]
 
     def per_cpu(r):

@@ -57,12 +57,13 @@ def test_presets_are_frozen_and_strict():
     with pytest.raises(warmcore.ConfigError, match="turbo: should be true or false"):
         with_overrides(p, turbo="yes")
     # one extra field overridden, the preset's others kept (the i7-3770's streamer,
-    # turbo bins, RAPL window, per-CPU cpufreq policies and Linux 3.5's ondemand rule)
+    # turbo bins, RAPL window, per-CPU cpufreq policies, Linux 3.5's ondemand rule and
+    # the caches its deep idle states flush)
     assert with_overrides(p, extra={"l1i_ways": 4}).extra == PresetExtra(
         l1i_ways=4, stream_ahead_lines=20.0,
         turbo_bins_ghz=(3.9, 3.9, 3.8, 3.7),
         power_limit_tau_s=1.0, power_limit_2_ratio=1.25, cpufreq_policy="cpu",
-        ondemand_rule="load-freq")
+        ondemand_rule="load-freq", cstate_flushes_core_caches=True)
 
 
 def test_preset_and_governor_parameters_carry_their_ranges():
