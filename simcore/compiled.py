@@ -1,8 +1,8 @@
 """A compiled module is used only while it matches its source.
 
 setup.py builds the hot path with Cython from the plain ``.py`` modules (COMPILED
-there: now the hardware model's cache, coherence, membus and hardware, typed by
-their ``.pxd`` files; any module of the core, the strategies or the workloads may be
+there: now the hardware model's cache, coherence, membus and hardware, and the
+recorder, typed by their ``.pxd`` files; any module of the core, the strategies or the workloads may be
 listed), and records in ``compiled-sources.json``, beside the extensions of each
 folder, what each was built from: the sha256 of its ``.py`` and of the ``.pxd``
 files of its package (its own and those it may ``cimport``), and the extension
