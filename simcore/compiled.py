@@ -1,15 +1,15 @@
 """A compiled module is used only while it matches its source.
 
 setup.py builds the hot path with Cython from the plain ``.py`` modules (COMPILED
-there: now the hardware model's cache, coherence, membus and hardware, typed by
-their ``.pxd`` files; any module of the core, the strategies or the workloads may be
-listed), and records in ``compiled-sources.json``, beside the extensions of each
-folder, what each was built from: the sha256 of its ``.py`` and of the ``.pxd``
-files of its package (its own and those it may ``cimport``), and the extension
-file's size. Python prefers an extension to the ``.py`` beside it, so an edited
-``cache.py`` in an editable install would otherwise be silently ignored until
-the next build. Content hashes, not
-modification times: a git checkout sets the times of the files it writes.
+there: now the hardware model's cache, coherence, membus and hardware, and the
+recorder, typed by their ``.pxd`` files; any module of the core, the strategies or
+the workloads may be listed), and records in ``compiled-sources.json``, beside the
+extensions of each folder, what each was built from: the sha256 of its ``.py`` and
+of the ``.pxd`` files of its package (its own and those it may ``cimport``), and the
+extension file's size. Python prefers an extension to the ``.py`` beside it, so an
+edited ``cache.py`` in an editable install would otherwise be silently ignored until
+the next build. Content hashes, not modification times: a git checkout sets the
+times of the files it writes.
 
 Each package that may hold compiled modules calls ``refuse_stale`` first thing in its
 ``__init__`` (before any of its modules is imported): ``warmcore.simcore``,

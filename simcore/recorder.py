@@ -24,6 +24,10 @@ LAT_BATCH = 4096
 assert len(CAUSES) == 7, "Recorder.complete unrolls the breakdown over 7 causes"
 
 
+def _no_deferred_arrivals(now: float) -> None:
+    """Recorder.catch_up of a workload that defers no arrival."""
+
+
 class Recorder:
     def __init__(self, env, warmup_requests: int = 0, measure_requests: int | None = None,
                  warmup_s: float | None = None, measure_s: float | None = None,
@@ -75,6 +79,10 @@ class Recorder:
         self.last_done = 0.0
         self.source_exhausted = False   # a finite workload (trace, batch) has sent everything
         self.next_due = float("inf")    # earliest deferred arrival (set by the workload)
+        # catch_up(now): delivers the arrivals deferred until now; a workload that
+        # defers arrivals (models/workloads/open_loop.py) sets its own. A field, not a
+        # method, so that the compiled Recorder (recorder.pxd) can take it.
+        self.catch_up = _no_deferred_arrivals
         if warmup_s is not None:
             env.timeout(warmup_s).callbacks.append(lambda _e: self._start_measuring())
         elif warmup_requests == 0:
@@ -82,9 +90,6 @@ class Recorder:
             self._begin_window()
 
     # -- hooks the workload calls -------------------------------------------------------
-
-    def catch_up(self, now: float) -> None:
-        """Replaced by a workload that defers arrivals (see models/workloads/open_loop.py)."""
 
     def arrive(self, req) -> None:
         now = req.t_arrive      # may lie before env.now when delivered late (catch_up)

@@ -120,6 +120,7 @@ TYPED_PROBES = {
     "warmcore.models.coherence": ("Directory", "max_entries"),
     "warmcore.models.membus": ("MemoryBus", "dram_ns"),
     "warmcore.models.hardware": ("HardwareMachine", "n_cpus"),
+    "warmcore.simcore.recorder": ("Recorder", "in_system"),
 }
 
 
