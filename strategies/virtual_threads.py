@@ -80,6 +80,7 @@ from collections import deque
 
 from pydantic import Field
 
+from warmcore.simcore.config import ConfigError
 from warmcore.simcore.rng import block_sampler
 from warmcore.simcore.work import (SHARED, STEP_ACQUIRE, STEP_CALL, STEP_RUN, THREAD,
                                    Footprint, Segment, compute_part)
@@ -129,8 +130,16 @@ CHUNK_BITMAP_PER_BYTE = 2.0 / 64.0       # 2 bits per 8-byte word
 QUEUED_TASK_BYTES = 40.0
 
 
+# ForkJoinPool's MAX_CAP: its constructor throws IllegalArgumentException for a
+# parallelism above 0x7fff (java.util.concurrent.ForkJoinPool, JDK 21), so no virtual
+# thread scheduler has more carriers.
+FJP_MAX_CAP = 0x7FFF
+
+
 class Params(StrategyParams):
-    carriers: int | None = Field(default=None, gt=0, description='default: one per server CPU')
+    carriers: int | None = Field(default=None, gt=0, le=FJP_MAX_CAP, description=(
+        "default: one per server CPU (server.threads if set); at most ForkJoinPool's "
+        "MAX_CAP, 32,767"))
     permits: int | None = Field(default=None, gt=0, description='None: no bounded resource')
     kernel_threads: bool = False
     start_us: float = Field(default=10.0, ge=0, description='virtual thread start')
@@ -302,6 +311,10 @@ class VirtualThreads(Strategy):
         self.resumed: deque[VThread] = deque()
         self.idle: list[Carrier] = []
         n = p.carriers or self.default_threads()
+        if n > FJP_MAX_CAP:
+            raise ConfigError("server.threads", (
+                f"at most {FJP_MAX_CAP:,} carriers for virtual-threads, ForkJoinPool's "
+                f"MAX_CAP (got {n:,}); kernel_threads = true runs a thread per task"))
         self.carriers = [Carrier(i) for i in range(n)]
         self.scan_queues = [c.queue for c in self.carriers] + [self.submission, self.resumed]
         self.scan_start = block_sampler(self.ctx.streams.generator("vthreads-scan"),

@@ -236,6 +236,13 @@ BAD = [
      "should be a table (got 5)"),
     (["run", "mmc", "--strategy", "pec", S, "strategy.params=5"], "strategy.params",
      "should be a table (got 5)"),
+    # 11. more carriers than a ForkJoinPool takes (MAX_CAP 0x7fff): refused, where 100,000
+    # once ran for minutes past a budget of 8 s (the fuzz case of test_fuzz)
+    (["compare", "contended", S, "run.requests=300", "--strategies", "virtual-threads",
+      "--max-wall", "8.0", "--json", S, "server.threads=100000"], "server.threads",
+     "at most 32,767 carriers for virtual-threads, ForkJoinPool's MAX_CAP (got 100,000)"),
+    (["run", "loom", S, "strategy.params.carriers=32768"], "strategy.params.carriers",
+     "must be at most 32767 (got 32768)"),
 ]
 
 
