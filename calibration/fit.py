@@ -500,9 +500,9 @@ class Calibrator:
             if not _samples_governor(sc):
                 continue
             r = warmcore.simulate(sc, seed=spec.run.seeds[0], max_wall=spec.run.max_wall)
-            note = governor_samples_note(sc, r.sim_seconds)
+            note = governor_samples_note(sc, r.sim_seconds, lengthen="[run] requests")
             if note:
-                notes.append(f"{m.name}: {note.replace('(--requests)', '([run] requests)')}")
+                notes.append(f"{m.name}: {note}")
         return notes
 
     def _report(self, u, r, J, labels, meas, weight) -> Calibration:
@@ -603,10 +603,11 @@ def _samples_governor(sc) -> float | None:
         "machine.governor_params.sampling_rate_us")
 
 
-def governor_samples_note(sc, sim_seconds: float) -> str | None:
+def governor_samples_note(sc, sim_seconds: float, lengthen: str = "--requests") -> str | None:
     """A warning when a run of ``sc`` that measured ``sim_seconds`` covered fewer than
     MIN_GOVERNOR_SAMPLES periods of its sampling governor (ondemand, conservative: the
-    ones with ``sampling_rate_us``), else None."""
+    ones with ``sampling_rate_us``), else None; ``lengthen`` names what sets the run's
+    length where the warning is read."""
     rate = _samples_governor(sc)
     if not rate or not sim_seconds > 0.0:
         return None
@@ -615,7 +616,7 @@ def governor_samples_note(sc, sim_seconds: float) -> str | None:
         return None
     return (f"the run measured {samples:.0f} of its governor's {rate / 1000:g} ms samples "
             f"(fewer than {MIN_GOVERNOR_SAMPLES}): its clock (ghz) and the figures the "
-            "clock moves may not have settled; lengthen it (--requests)")
+            f"clock moves may not have settled; lengthen it ({lengthen})")
 
 
 def spec_hashes(spec: CalibrationSpec) -> dict[str, str]:

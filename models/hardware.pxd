@@ -34,7 +34,7 @@ cdef class HardwareMachine:
     cdef public object cpuidle, idle_governor
     cdef list _deep_after
     cdef bint _flush_on_idle
-    cdef list _flush_at, _threads_of_core, _woke_at
+    cdef list _flush_at, _woke_at
     cdef public Py_ssize_t core_flushes
 
     @cython.locals(due=list)

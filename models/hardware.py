@@ -277,8 +277,6 @@ class HardwareMachine:
         self._capacity = [1.0] + [k * self._speed[k] for k in range(1, len(self._speed))]
         self._busy = [False] * self.n_cpus
         self._core_busy = [0] * topo.n_cores
-        self._threads_of_core = [[c for c in range(self.n_cpus) if self.cpu_core[c] == core]
-                                 for core in range(topo.n_cores)]
 
         # pipeline and caches
         self._ipc = p.base_ipc
@@ -712,8 +710,9 @@ class HardwareMachine:
     def wake_latency(self, cpu, idle_since, now):
         if idle_since < 0.0:
             return self._wake_busy_s
-        # the state the core wakes from is the one it was in now, not after the exit
-        self._woke_at[cpu] = now
+        if self._flush_on_idle:
+            # the state the core wakes from is the one it was in now, not after the exit
+            self._woke_at[cpu] = now
         if self.cpuidle is not None:
             return self.cpuidle.wake(cpu, now)
         if now - idle_since >= self._deep_after_s:
@@ -778,10 +777,9 @@ class HardwareMachine:
             return
         self._busy[cpu] = True
         core = self.cpu_core[cpu]
-        woke = self._woke_at[cpu]
-        self._woke_at[cpu] = -1.0
         if self._flush_on_idle and not self._core_busy[core]:
-            self._flush_if_deep(core, woke if woke >= 0.0 else now)
+            woke = self._woke_at[cpu]
+            self._flush_if_deep(cpu, woke if woke >= 0.0 else now)
         self._core_busy[core] += 1
         clock = self.clock
         clock.cpu_busy(cpu, now)
@@ -798,8 +796,10 @@ class HardwareMachine:
             self._flush_at[cpu] = now + self.cpuidle.flush_after[cpu]
         if not self._busy[cpu]:
             return
-        if self.cpuidle is None:
-            self._flush_at[cpu] = now + self._deep_after_s
+        if self._flush_on_idle:
+            self._woke_at[cpu] = -1.0       # this idle period's wake-up is still to come
+            if self.cpuidle is None:
+                self._flush_at[cpu] = now + self._deep_after_s
         self._busy[cpu] = False
         self._core_busy[self.cpu_core[cpu]] -= 1
         self.clock.cpu_idle(cpu, now)
@@ -812,13 +812,17 @@ class HardwareMachine:
             for sib in self._siblings[cpu]:
                 self.rate_hook(sib, now)
 
-    def _flush_if_deep(self, core, now):
-        """``core`` is woken at ``now`` with no thread running: if every thread of it had
-        reached a state that flushes the core's caches (module docstring), they are
-        empty."""
-        at = max(self._flush_at[c] for c in self._threads_of_core[core])
+    def _flush_if_deep(self, cpu, now):
+        """``cpu``'s core is woken at ``now`` with no thread running: if every thread of
+        it had reached a state that flushes the core's caches (module docstring), they
+        are empty."""
+        flush_at = self._flush_at
+        at = flush_at[cpu]
+        for sib in self._siblings[cpu]:
+            if flush_at[sib] > at:
+                at = flush_at[sib]
         if now >= at:
-            self.hierarchy.flush_core(core)
+            self.hierarchy.flush_core(self.cpu_core[cpu])
             self.core_flushes += 1
 
     def _on_freq_change(self, cpu, t, ghz):
