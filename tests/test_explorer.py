@@ -614,8 +614,10 @@ def control_cases() -> list[tuple[str, str]]:
 
 # Controls exercised on another scenario than the first that draws them: a bounded
 # queue is refused for pipeline's saturating connections (they would re-send a
-# refused request at once, forever), so it is tried on mmc's open loop.
-BASE_FOR = {"strategy.params.queue_capacity": "mmc"}
+# refused request at once, forever), so it is tried on mmc's open loop; web's clients
+# think 0 us (wrk writes the next request at once), so the think time's distribution
+# is tried on the closed loop's default think time.
+BASE_FOR = {"strategy.params.queue_capacity": "mmc", "workload.think": "kind:closed"}
 
 CONTROL_TYPES = ("int", "float", "bool", "choice", "list", "int+list")
 

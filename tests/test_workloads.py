@@ -340,3 +340,54 @@ def test_empirical_program_steps_are_validated(step, field):
     from warmcore.simcore.config import ConfigError
     with pytest.raises(ConfigError, match=field):
         load("mmc", [f"work.program=[{step}]"])
+
+
+def _local_tool(clients, threads, client_us, think_us=0.0, cores=8, timeout_us=None):
+    """The mmc machine (ideal CPUs: free system calls, no caches) serving closed
+    clients with a deterministic 10 us service, their load tool on this machine."""
+    sets = {"machine.cores": cores, "strategy.params.threads": cores}
+    return run("mmc", sets, workload={
+        "kind": "closed", "clients": clients, "think": "deterministic",
+        "think_us": think_us, "service": "deterministic", "service_us": 10.0,
+        "client_us": client_us, "client_threads": threads, "timeout_us": timeout_us},
+        requests=4000, warmup=0.1)
+
+
+@pytest.mark.parametrize("think_us", [0.0, 25.0])
+def test_a_local_load_tool_adds_its_own_cpu_to_each_clients_cycle(think_us):
+    """By hand: one client, one wrk thread spending 6 us a request (3 writing, 3
+    reading), a 10 us service, think Z: the client's cycle is 6 + 10 + Z us and its
+    latency, write to read, 16 us; the tool's thread is busy 6 us of each cycle."""
+    r = _local_tool(clients=1, threads=1, client_us=6.0, think_us=think_us)
+    cycle_s = (6.0 + 10.0 + think_us) * 1e-6
+    assert r["throughput_rps"] == pytest.approx(1 / cycle_s, rel=1e-3)
+    assert r["latency_us"]["mean"] == pytest.approx(16.0, rel=1e-6)
+    tool_s = r["processes"]["producer"]["task_clock_ms"] * 1e-3
+    assert tool_s / r["sim_seconds"] == pytest.approx(6e-6 / cycle_s, rel=0.01)
+
+
+@pytest.mark.parametrize("threads, rate", [(1, 1e6 / 40), (2, 2e6 / 40)])
+def test_a_local_load_tool_is_bounded_by_its_threads(threads, rate):
+    """By hand: 8 clients, no think, a 10 us service on 8 CPUs, the tool spending
+    40 us a request: each of its threads serves its clients one at a time, so the
+    rate is threads / 40 us and each thread is busy all the time."""
+    r = _local_tool(clients=8, threads=threads, client_us=40.0)
+    assert r["throughput_rps"] == pytest.approx(rate, rel=0.01)
+    tool_s = r["processes"]["producer"]["task_clock_ms"] * 1e-3
+    assert tool_s / r["sim_seconds"] == pytest.approx(threads, rel=0.01)
+
+
+def test_a_local_load_tool_shares_the_servers_cpus():
+    """By hand: the same 8 clients and one 40 us tool thread on one CPU with the
+    server: each request takes 40 + 10 us of that CPU, so 20,000 requests/s."""
+    r = _local_tool(clients=8, threads=1, client_us=40.0, cores=1)
+    assert r["throughput_rps"] == pytest.approx(1e6 / 50, rel=0.01)
+
+
+def test_a_local_load_tool_times_out_and_sends_again_from_its_thread():
+    """By hand: one client timing out after 5 us from its write (a 6 us tool: 3
+    writing), a 10 us service: every request times out, its response is not read, and
+    the client writes its next one at once, one every 5 us, none answered."""
+    r = _local_tool(clients=1, threads=1, client_us=6.0, timeout_us=5.0)
+    assert r["goodput_rps"] == 0.0 and r["requests"] == 0
+    assert r["timed_out"] / r["sim_seconds"] == pytest.approx(1 / 5e-6, rel=1e-3)

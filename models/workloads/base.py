@@ -120,6 +120,31 @@ def nic_lines(ctx, client_on_machine: bool) -> float:
 _new_tuple = tuple.__new__
 
 
+class LoadToolCosts:
+    """What a load tool on this machine spends per request (``workload.client_us``):
+    half writing it, its bytes written on the tool's core where the server's read finds
+    them, and half reading and parsing the response, plus its write and read calls
+    (with sockets). Shared by the pipelining client and the closed clients' wrk."""
+
+    def __init__(self, ctx):
+        wl, work = ctx.cfg.workload, ctx.cfg.work
+        half_ins = wl.client_us * 0.5e-6 * work_ips(ctx)
+        self.write_ins = half_ins
+        self.sent_lines = sent_lines(work)
+        self.read_seg = Segment(half_ins, label="client-read")
+        cost = ctx.machine.syscall_cost
+        self.sockets = has_sockets(wl)
+        self.write_s = cost("write", kib=work.request_kib) if self.sockets else 0.0
+        self.read_s = cost("read", kib=work.response_kib) if self.sockets else 0.0
+
+    def write_segment(self, req: Request) -> Segment:
+        """The half that writes ``req``: its bytes are written on the tool's core
+        (``sent_lines``), where the server's read finds them."""
+        fp = ((Footprint(TASK, req.id, self.sent_lines, True),) if self.sent_lines
+              else ())
+        return Segment(self.write_ins, fp, label="client-write")
+
+
 class RequestFactory:
     """Builds requests and their produce/consume segments from the scenario's
     service distribution and work shape."""

@@ -9,12 +9,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from warmcore.models.workloads.base import Connection, Workload, sent_lines, work_ips
+from warmcore.models.workloads.base import Connection, LoadToolCosts, Workload
 from warmcore.models.workloads.closed_loop import ClosedLoop
-from warmcore.simcore.config import (ConfigError, ServiceShape, WorkloadKind, has_sockets,
-                                     register_workload)
+from warmcore.simcore.config import ConfigError, ServiceShape, WorkloadKind, register_workload
 from warmcore.simcore.config.schema import MAX_LIST, Count, MicrosOrZero
-from warmcore.simcore.work import TASK, Footprint, Request, Segment
+from warmcore.simcore.work import Request
 
 
 class SaturatingCfg(ServiceShape):
@@ -115,17 +114,8 @@ class PipelinedClient(ClientWindow):
     client_on_machine = True      # its thread writes each request's bytes
 
     def __init__(self, ctx):
-        wl = ctx.cfg.workload
         super().__init__(ctx)
-        ips = work_ips(ctx)
-        work = ctx.cfg.work
-        self.write_ins = wl.client_us * 0.5e-6 * ips
-        self.sent_lines = sent_lines(work)
-        self.read_seg = Segment(wl.client_us * 0.5e-6 * ips, label="client-read")
-        cost = ctx.machine.syscall_cost
-        self.sockets = has_sockets(wl)
-        self.client_write_s = cost("write", kib=work.request_kib) if self.sockets else 0.0
-        self.client_read_s = cost("read", kib=work.response_kib) if self.sockets else 0.0
+        self.tool = LoadToolCosts(ctx)
         self.proc = ctx.kernel.process(
             "producer", ctx.cpu_list(ctx.cfg.producer.cpus, "producer.cpus"))
         self.in_flight = [0] * len(self.connections)
@@ -136,23 +126,23 @@ class PipelinedClient(ClientWindow):
                                   lambda t, c=conn: self._client(t, c))
 
     def _client(self, t, conn):
-        ctx = self.ctx
+        ctx, tool = self.ctx, self.tool
         answers = self.answers[conn.id]
         while True:
             if answers:                      # read what has arrived first
                 req = answers.popleft()
-                if self.client_read_s:
-                    t.charge_io(self.client_read_s)
-                yield t.run(self.read_seg, req)
+                if tool.read_s:
+                    t.charge_io(tool.read_s)
+                yield t.run(tool.read_seg, req)
                 self.in_flight[conn.id] -= 1
                 ctx.recorder.complete(req)
             elif self.in_flight[conn.id] < self.depth:
                 req = self.factory.make(self.env.now, conn.id)
-                if self.client_write_s:
-                    t.charge_io(self.client_write_s)
-                yield t.run(self.write_segment(req), req)
+                if tool.write_s:
+                    t.charge_io(tool.write_s)
+                yield t.run(tool.write_segment(req), req)
                 self.in_flight[conn.id] += 1
-                if self.sockets:             # the server side's receive, on this CPU
+                if tool.sockets:             # the server side's receive, on this CPU
                     ctx.kernel.deliver_from(t, lambda r=req, c=conn: self.deliver(r, c))
                 else:
                     self.deliver(req, conn)
@@ -160,19 +150,12 @@ class PipelinedClient(ClientWindow):
                 self.waiting[conn.id] = t
                 yield t.park()
 
-    def write_segment(self, req: Request) -> Segment:
-        """The client's half that writes ``req``: its bytes are written on the client's
-        core (``sent_lines``), where the server's read finds them."""
-        fp = ((Footprint(TASK, req.id, self.sent_lines, True),) if self.sent_lines
-              else ())
-        return Segment(self.write_ins, fp, label="client-write")
-
     def finished(self, req: Request, thread) -> None:
         """The server wrote ``req``'s response: the client reads it next."""
         client = self.answer(req, thread)
         if client is not None:
             k = self.ctx.kernel
-            if self.sockets:     # the socket's wake-up, paid in the write (write_s)
+            if self.tool.sockets:   # the socket's wake-up, paid in the write (write_s)
                 k.deliver_from(thread, lambda: k.wake(client))
             else:
                 k.wake(client, thread)

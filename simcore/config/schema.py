@@ -513,14 +513,17 @@ class Scenario(Strict):
         """A bounded queue (strategy.params.queue_capacity) refuses requests; refuse the
         workloads for which a refusal never ends: a batch's makespan needs every job, and
         a client that re-sends at once (no think time: closed with think_us = 0,
-        saturating) would be refused again at the same instant, forever."""
+        saturating) would be refused again at the same instant, forever. A load tool on
+        this machine (closed with client_us > 0) spends its own time writing again."""
         if self.strategy.params.get("queue_capacity") is None:
             return self
         wl = self.workload
         if kind_of(wl).makespan:
             raise ConfigError("strategy.params.queue_capacity", f"a {wl.kind} workload "
                               "measures every job; a refused one would never finish")
-        if wl.kind == "saturating" or getattr(wl, "think_us", None) == 0:
+        resends_at_once = (getattr(wl, "think_us", None) == 0
+                           and not getattr(wl, "client_us", None))
+        if wl.kind == "saturating" or resends_at_once:
             raise ConfigError("strategy.params.queue_capacity", f"{wl.kind} clients re-send "
                               "at once when refused, forever at one instant; give them a "
                               "think time (workload.think_us) or leave the queue unbounded")
