@@ -50,12 +50,18 @@ cdef class Hierarchy:
     @cython.locals(code=Py_ssize_t, ik=Py_ssize_t)
     cpdef object owner_id(self, kind, key)
 
+    # a C call from owner_id, not a Python method call (issue 33: a tenth of
+    # ``touch``'s instructions went to calling it through its Python wrapper)
+    @cython.locals(k=tuple)
+    cdef object _table_id(self, kind, key)
+
     @cython.locals(l1=CacheState, l1i=CacheState, l2=CacheState, llc=CacheState,
                    directory=Directory, entries=dict, d=list, lines=double, x=double, cross=double, lat=double,
                    m1=double, m2=double, m3=double, l2_hits=double, llc_hits=double,
                    dram=double, c2c_ns=double, touched=double, l1m=double, llcl=double,
                    llcm=double, llcs=double, llcsm=double, miss=double, st=double,
-                   fresh=double, walked=double, coh=bint, has_l2=bint, is_code=bint, walk=bint)
+                   fresh=double, walked=double, coh=bint, has_l2=bint, is_code=bint, walk=bint,
+                   kind=str)
     cpdef touch(self, Py_ssize_t core, Py_ssize_t my_llc, footprint, thread_key)
 
     cpdef flush_core(self, Py_ssize_t core)
