@@ -44,18 +44,27 @@ cdef class Hierarchy:
     cdef public double c2c_lines, l2_hits, llc_hits, dram_lines, c2c_ns, data_lines
     cdef public double l1_misses, llc_loads, llc_misses, llc_stores, llc_store_misses
     cdef public double walk_dram_lines
-    cdef dict _ids
+    cdef dict _ids, _kind_code
     cdef list _names
 
-    @cython.locals(code=Py_ssize_t, ik=Py_ssize_t)
     cpdef object owner_id(self, kind, key)
+
+    @cython.locals(ik=Py_ssize_t)
+    cdef object _owner_of(self, Py_ssize_t code, kind, key)
+
+    # a C call from owner_id, not a Python method call (issue 33: a tenth of
+    # ``touch``'s instructions went to calling it through its Python wrapper)
+    @cython.locals(ids=dict)
+    cdef object _table_id(self, kind, key)
 
     @cython.locals(l1=CacheState, l1i=CacheState, l2=CacheState, llc=CacheState,
                    directory=Directory, entries=dict, d=list, lines=double, x=double, cross=double, lat=double,
                    m1=double, m2=double, m3=double, l2_hits=double, llc_hits=double,
                    dram=double, c2c_ns=double, touched=double, l1m=double, llcl=double,
                    llcm=double, llcs=double, llcsm=double, miss=double, st=double,
-                   fresh=double, walked=double, coh=bint, has_l2=bint, is_code=bint, walk=bint)
+                   fresh=double, walked=double, coh=bint, has_l2=bint, is_code=bint, walk=bint,
+                   kind_code=dict, code=Py_ssize_t, task=Py_ssize_t, thread=Py_ssize_t,
+                   code_kind=Py_ssize_t)
     cpdef touch(self, Py_ssize_t core, Py_ssize_t my_llc, footprint, thread_key)
 
     cpdef flush_core(self, Py_ssize_t core)

@@ -391,7 +391,8 @@ class Hierarchy:
     """
 
     __slots__ = ("l1d", "l1i", "l2", "llc", "has_l2", "coherence", "directory", "topology",
-                 "c2c_lines", "_ids", "_names", "l2_hits", "llc_hits", "dram_lines", "c2c_ns",
+                 "c2c_lines", "_ids", "_names", "_kind_code", "l2_hits", "llc_hits",
+                 "dram_lines", "c2c_ns",
                  "data_lines", "l1_misses", "llc_loads", "llc_misses", "llc_stores",
                  "llc_store_misses", "walk_dram_lines")
 
@@ -411,24 +412,33 @@ class Hierarchy:
         # DRAM lines of the last touch's sequential walks: what the L2 streamer can
         # follow (models.hardware "Streams")
         self.walk_dram_lines = 0.0
-        self._ids = {}       # (kind, key) -> negative id, for keys that are not ids
+        # kind -> {key -> negative id}, for keys that are not ids: two lookups of
+        # keys whose hashes are cached or cheap, instead of a new (kind, key) tuple
+        # hashed whole on every touch (issue 33)
+        self._ids = {}
         self._names = []     # -id - 1 -> (kind, key)
+        self._kind_code = _KIND_CODE    # compiled: a typed dict, no global lookup
 
     def owner_id(self, kind, key):
         """The int the tables know owner (kind, key) by (see the class docstring)."""
-        if type(key) is int and key >= 0 and key < _ARITH_KEYS:
-            code = _KIND_CODE.get(kind, -1)
-            if code >= 0:
-                ik = key            # a C integer when compiled
-                return ik * 4 + code
+        return self._owner_of(self._kind_code.get(kind, -1), kind, key)
+
+    def _owner_of(self, code, kind, key):
+        """``owner_id`` with ``kind``'s code already looked up (-1: not one of
+        OWNER_KINDS), as ``touch`` has it."""
+        if code >= 0 and type(key) is int and key >= 0 and key < _ARITH_KEYS:
+            ik = key            # a C integer when compiled
+            return ik * 4 + code
         return self._table_id(kind, key)
 
     def _table_id(self, kind, key):
-        k = (kind, key)
-        oid = self._ids.get(k)
+        ids = self._ids.get(kind)
+        if ids is None:
+            ids = self._ids[kind] = {}
+        oid = ids.get(key)
         if oid is None:
-            self._names.append(k)
-            oid = self._ids[k] = -len(self._names)
+            self._names.append((kind, key))
+            oid = ids[key] = -len(self._names)
         return oid
 
     def owner(self, oid):
@@ -448,21 +458,28 @@ class Hierarchy:
         has_l2 = self.has_l2
         l2_hits = llc_hits = dram = c2c_ns = touched = l1m = llcl = llcm = 0.0
         llcs = llcsm = walked = 0.0
+        # The kind of each footprint is looked up once, as its code (owner_id's),
+        # and then compared as an int: compiled, a string comparison is a call.
+        kind_code = self._kind_code
+        task = _KIND_CODE[TASK]
+        thread = _KIND_CODE[THREAD]
+        code_kind = _KIND_CODE[CODE]
         for f in footprint:
             # simcore.work.Footprint is a named tuple: unpacked in one go, since
             # compiled code indexes a tuple subclass through its Python-level slot
             kind, key, lines, writes, fresh = f
             if lines <= 0.0:
                 continue
+            code = kind_code.get(kind, -1)
             # a walk the L2 streamer can follow (models.hardware "Streams"): a
             # request's bytes or a message (TASK), or an object a thread owns and
             # touches whole, front to back (THREAD with its own key: a virtual
             # thread's stack chunk, copied by freeze and thaw); not the running
             # thread's own stack, re-touched in place (THREAD, key None)
-            walk = kind == TASK or (kind == THREAD and key is not None)
-            if key is None and kind == THREAD:
+            walk = code == task or (code == thread and key is not None)
+            if key is None and code == thread:
                 key = thread_key
-            okey = self.owner_id(kind, key)
+            okey = self._owner_of(code, kind, key)
             ver = store = None
             x = cross = 0.0
             if coh:
@@ -485,7 +502,7 @@ class Hierarchy:
                         # we wrote it last but others have read it since: their
                         # copies are invalidated (while dirty, nobody else has one)
                         store = directory.write(okey, core)
-            is_code = kind == CODE
+            is_code = code == code_kind
             m1 = (l1i if is_code else l1).access(okey, lines, _INF, ver, store)
             m2 = l2.access(okey, lines, m1, ver, store) if has_l2 else m1
             if x > 0.0:

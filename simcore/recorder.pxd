@@ -6,10 +6,13 @@ import cython
 
 
 cdef class Recorder:
-    cdef public object env, hist, service, lat_buf, srv_buf, should_stop, catch_up
+    cdef public object env, hist, service, should_stop, catch_up
+    cdef public list lat_buf, srv_buf
     cdef public object outcomes_at_measure, measure_requests, measure_s, warmup_s
     cdef public object stop, stop_reason, makespan_s
-    cdef public list bd_sum, on_measure_start
+    cdef public list on_measure_start
+    cdef public double sum_dispatch, sum_compute, sum_reload, sum_coherence
+    cdef public double sum_contention, sum_io
     cdef public double wait_sum, deadline, area, t_last, t_measure, area_at_measure
     cdef public double last_done, next_due
     cdef public Py_ssize_t arrived, answered, timed_out, rejected, abandoned
@@ -22,5 +25,5 @@ cdef class Recorder:
     cpdef arrive(self, req)
 
     @cython.locals(now=double, n=Py_ssize_t, t_arrive=double, t_start=double, bd=list,
-                   s=list)
+                   buf=list)
     cpdef complete(self, req, thread=*)

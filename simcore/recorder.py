@@ -10,7 +10,6 @@ server would.
 from __future__ import annotations
 
 import time
-from array import array
 
 import numpy as np
 from simpy.events import Event
@@ -36,7 +35,11 @@ class Recorder:
         self.hist = LatencyHistogram()
         self.service = LatencyHistogram()   # server-side: first work on it to response
         self.wait_sum = 0.0
-        self.bd_sum = [0.0] * len(CAUSES)
+        # Breakdown sums over the measured requests, by cause (CAUSES[1:]; queue wait
+        # is what is left, bd_sums): fields, C doubles when compiled, so that complete
+        # adds six a request without making a float object
+        self.sum_dispatch = self.sum_compute = self.sum_reload = 0.0
+        self.sum_coherence = self.sum_contention = self.sum_io = 0.0
         self.arrived = 0
         # The client's view of each request (issued = arrived): answered in time,
         # timed out (its client gave up: workload.timeout_us), or rejected by a full
@@ -50,8 +53,11 @@ class Recorder:
         self.outcomes_at_measure = (0, 0, 0)
         self.completed_warmup = 0   # completions before the window
         self.measured = 0           # completions in the window
-        self.lat_buf = array("d")   # latencies not yet binned (flush)
-        self.srv_buf = array("d")   # service times not yet binned
+        # Latencies and service times not yet binned (flush). Lists, not array("d"):
+        # compiled, a typed list's append is a C call, an array's a method call by
+        # name (issue 33: about 800 instructions a request, two appends)
+        self.lat_buf = []
+        self.srv_buf = []
         self.stopped = False
         self.deadline = float("inf")   # time.monotonic() past which the run stops (max_wall)
         # should_stop(fraction_done) -> bool: asked at every wall-clock check; True ends
@@ -131,13 +137,12 @@ class Recorder:
             # Breakdown sums, unrolled over CAUSES[1:]; queue wait (index 0) is the
             # remainder, computed once at the end (bd_sums).
             bd = req.bd
-            s = self.bd_sum
-            s[1] += bd[1]
-            s[2] += bd[2]
-            s[3] += bd[3]
-            s[4] += bd[4]
-            s[5] += bd[5]
-            s[6] += bd[6]
+            self.sum_dispatch += bd[1]
+            self.sum_compute += bd[2]
+            self.sum_reload += bd[3]
+            self.sum_coherence += bd[4]
+            self.sum_contention += bd[5]
+            self.sum_io += bd[6]
             self.measured += 1
             if self.measured == self.measure_requests and not self.stopped:
                 self._stop("request limit")
@@ -249,16 +254,17 @@ class Recorder:
         """Bin the buffered latencies into the histogram."""
         self.check_wall()
         if self.lat_buf:
-            self.hist.record_many(np.frombuffer(self.lat_buf, dtype=float))
-            self.lat_buf = array("d")
-            self.service.record_many(np.frombuffer(self.srv_buf, dtype=float))
-            self.srv_buf = array("d")
+            self.hist.record_many(np.array(self.lat_buf, dtype=float))
+            self.lat_buf = []
+            self.service.record_many(np.array(self.srv_buf, dtype=float))
+            self.srv_buf = []
 
     def bd_sums(self) -> list[float]:
         """Total seconds by cause over measured requests; queue wait is what is left of
         the latency once every cost is counted (time runnable or queued)."""
         self.flush()
-        s = list(self.bd_sum)
+        s = [0.0, self.sum_dispatch, self.sum_compute, self.sum_reload,
+             self.sum_coherence, self.sum_contention, self.sum_io]   # CAUSES order
         q = self.hist.total - sum(s[1:])
         # A remainder of sums: when no request waited, rounding leaves a few ulps either
         # side of zero (-1.3e-13 us found by tests/test_fuzz.py); that is zero.
