@@ -95,8 +95,13 @@ class ClosedLoop(Workload):
         conn = self.connections[req.conn]
         self.release(req)
         if answered:                    # (a late response finds its client gone)
-            self.attempts.pop(conn.id, None)
-            self._later(self.think() if self.think else 0.0, conn)
+            self._answered_next(conn)
+
+    def _answered_next(self, conn: Connection) -> None:
+        """``conn``'s client has its answer: its retries are over; it thinks, then
+        sends its next request."""
+        self.attempts.pop(conn.id, None)
+        self._later(self.think() if self.think else 0.0, conn)
 
     def gave_up(self, req: Request) -> None:
         """Timed out or refused: retry after a back-off while retries are left, else
@@ -192,9 +197,7 @@ class LocalLoadTool(ClosedLoop):
             t.charge_io(self.tool.read_s)
         yield t.run(self.tool.read_seg, req)
         self.ctx.recorder.complete(req)
-        conn = self.connections[req.conn]
-        self.attempts.pop(conn.id, None)
-        self._later(self.think() if self.think else 0.0, conn)
+        self._answered_next(self.connections[req.conn])
 
     def finished(self, req: Request, thread) -> None:
         """The server wrote ``req``'s response (``thread`` pays the write): its client's
