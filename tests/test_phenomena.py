@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
 
 import pytest
 
@@ -207,6 +209,47 @@ def test_web_event_loop_is_cheaper_peaks_higher_and_gets_cheaper_as_the_pool_get
     peak = {s: _web(s, 2400) for s in ("thread-pool", "event-loop")}
     assert min(machine_cpus(r) for r in peak.values()) > 3.9, peak
     assert peak["event-loop"]["throughput_rps"] > 1.5 * peak["thread-pool"]["throughput_rps"]
+
+
+STUDY_CURVES = Path(__file__).parents[1] / "docs" / "data" / "wsperflab-2015" / "curves.csv"
+
+
+def _study_loop_migrations_per_request() -> dict[int, float]:
+    """The study's RxNetty migrations a request at each staircase step, the whole
+    machine's (docs/data/wsperflab-2015: read off its slides' charts): the step's
+    migrations over its 60 s of requests, at Tomcat's rate where RxNetty's line is
+    hidden under Tomcat's (100 and 150 clients: the same latency-bound rate)."""
+    with STUDY_CURVES.open() as f:
+        rows = list(csv.DictReader(f))
+    return {int(r["clients"]): float(r["rxnetty_migrations"])
+            / (60.0 * float(r["rxnetty_req_s"] or r["tomcat_req_s"])) for r in rows}
+
+
+def test_the_study_measured_the_loop_migrating_less_per_request_as_load_rose():
+    """What the RxNetty-vs-Tomcat slides' "Thread Migrations" chart says, as read into
+    docs/data/wsperflab-2015/curves.csv: from 100 to 1100 clients RxNetty's migrations
+    a request (the whole machine's) never rise from one step to the next, 8.8 -> 6.3 by
+    400 clients and 0.77 at 1100, although their count a second peaks near 400. By hand from the CSV:
+    at 400 clients 9.0e5 / (60 x 2392) = 6.27."""
+    per_request = _study_loop_migrations_per_request()
+    steps = sorted(per_request)
+    assert all(per_request[a] >= per_request[b] for a, b in zip(steps, steps[1:], strict=False))
+    assert per_request[400] == pytest.approx(9.0e5 / (60 * 2392), rel=1e-3)
+    assert per_request[400] < 0.75 * per_request[100] and per_request[1100] < 0.1 * per_request[100]
+
+
+@pytest.mark.xfail(strict=True, reason="known departure (issue 29): on `web` the machine's "
+                   "migrations a request (server and wrk) rise from 100 to 400 clients "
+                   "(0.48 -> 0.89) where the study's fall (8.8 -> 6.3); the study's machine "
+                   "also ran the backend mock, 5 calls a request, which `web` does not model")
+def test_web_loop_migrates_less_per_request_from_the_first_steps_as_the_study_measured():
+    """The study's shape (the test above) on `web`, counting as its perf did: every
+    process on the machine (the server and wrk; the backend mock is not modelled)."""
+    def machine_migrations(r):
+        return sum(p["cpu_migrations"] for p in r["processes"].values()) / r["requests"]
+
+    assert machine_migrations(_web("event-loop", 400)) < 0.9 * machine_migrations(
+        _web("event-loop", 100))
 
 
 def test_virtual_threads_use_more_cpu_than_a_bounded_pool_as_every_task_queues():
