@@ -25,7 +25,15 @@ It reaches the machine only through these documented calls (simcore/kernel/threa
   yielding)`` (a spin wait on ``ctx.kernel.spin_line(name)`` that a writer ends with
   ``line.written(thread)``: simcore/kernel/spin.py);
 * ``ctx.kernel.charge_blocked_io(req, seconds)``: time a request spent blocked in
-  I/O on a thread the strategy unmounted it from (virtual threads).
+  I/O on a thread the strategy unmounted it from (virtual threads);
+* ``ctx.kernel.backend``: the backend on this machine (``work.backend_mock_us``) or
+  None. A kernel thread's blocking call (a segment's ``block_s``) goes through it
+  by itself; a strategy that waits for a backend call without blocking a thread
+  calls ``backend.call(thread, seconds, on_answer)`` (the call's loopback write
+  from ``thread``; ``on_answer()`` runs in the answer's receive softirq, so its
+  wake-ups are sync ones) and charges ``backend.answer_read_s`` to the thread
+  that reads the answer (event-loop); one that times its calls itself declares
+  ``own_backend_calls = True`` and is refused with a backend on the machine.
 
 Everything the engine and the tests rely on is declared below.
 
@@ -78,6 +86,9 @@ class Strategy:
     # class does instead of refusing work when its queue is long. Only strategies whose
     # Params lack the field need it; the refusal names the strategies that have one.
     no_queue_capacity = "its model has no queue that refuses work"
+    # True for a strategy that times its backend calls itself (not through a blocked
+    # kernel thread nor ctx.kernel.backend): refused with a backend on the machine.
+    own_backend_calls = False
 
     def __init__(self, ctx, params: dict):
         self.ctx = ctx

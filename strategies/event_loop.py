@@ -172,6 +172,7 @@ class EventLoop(Strategy):
         async_backend = self.p.async_backend
         if async_backend is None:
             async_backend = ctx.cfg.work.backend_async
+        backend = self.kernel.backend
         while True:
             if not L.ready and not L.tasks and not L.answers:
                 L.parked = True
@@ -185,6 +186,8 @@ class EventLoop(Strategy):
             L.ready = deque()
             io_start = env.now
             while L.answers:                   # backend channels readable: respond
+                if backend is not None:        # (a backend on this machine: read it)
+                    t.charge_io(backend.answer_read_s)
                 ctx.done(L.answers.popleft(), t)
             for conn in ready:                 # processSelectedKeys
                 conn.data = False              # new input from now on re-arms the channel
@@ -205,7 +208,7 @@ class EventLoop(Strategy):
                     elif async_backend and blk > 0 and not req.consume.program:
                         yield t.run(compute_part(req.consume), req)
                         req.consumed_by = t.tid    # (run() knows req.consume only)
-                        self._call_backend(L, req, blk)
+                        self._call_backend(t, L, req, blk)
                     else:
                         yield t.run(req.consume, req)
                         ctx.done(req, t)
@@ -227,11 +230,17 @@ class EventLoop(Strategy):
                     if ran % RUN_ALL_TASKS_CHECK == 0 and env.now - t0 >= budget:
                         break
 
-    def _call_backend(self, L, req, blk: float) -> None:
-        """A non-blocking client request: its answer becomes readable on the loop's
-        selector ``blk`` seconds later (the request's blocked_io)."""
+    def _call_backend(self, t, L, req, blk: float) -> None:
+        """A non-blocking client request from loop thread ``t``: its answer becomes
+        readable on the loop's selector ``blk`` seconds later (the request's
+        blocked_io), or, with a backend on this machine (work.backend_mock_us), when
+        the backend's answer arrives by loopback."""
         self.kernel.charge_blocked_io(req, blk)
-        self.env.timeout(blk).callbacks.append(lambda _e: self._answered(L, req))
+        backend = self.kernel.backend
+        if backend is None:
+            self.env.timeout(blk).callbacks.append(lambda _e: self._answered(L, req))
+        else:
+            backend.call(t, blk, lambda: self._answered(L, req))
 
     def _answered(self, L, req) -> None:
         L.answers.append(req)

@@ -260,6 +260,7 @@ class Carrier:
 @register
 class VirtualThreads(Strategy):
     name = "virtual-threads"
+    own_backend_calls = True      # an unmounted virtual thread waits on its own timer
     summary = "a Loom virtual thread per request on a ForkJoinPool of carriers"
     # Each request starts a virtual thread, submitted to the scheduler's ForkJoinPool,
     # whose queues double (WorkQueue.growArray) up to MAXIMUM_QUEUE_CAPACITY = 1 << 26,

@@ -229,8 +229,8 @@ def test_the_study_measured_the_loop_migrating_less_per_request_as_load_rose():
     """What the RxNetty-vs-Tomcat slides' "Thread Migrations" chart says, as read into
     docs/data/wsperflab-2015/curves.csv: from 100 to 1100 clients RxNetty's migrations
     a request (the whole machine's) never rise from one step to the next, 8.8 -> 6.3 by
-    400 clients and 0.77 at 1100, although their count a second peaks near 400. By hand from the CSV:
-    at 400 clients 9.0e5 / (60 x 2392) = 6.27."""
+    400 clients and 0.77 at 1100, although their count a second peaks near 400. By hand
+    from the CSV: at 400 clients 9.0e5 / (60 x 2392) = 6.27."""
     per_request = _study_loop_migrations_per_request()
     steps = sorted(per_request)
     assert all(per_request[a] >= per_request[b] for a, b in zip(steps, steps[1:], strict=False))
@@ -241,10 +241,11 @@ def test_the_study_measured_the_loop_migrating_less_per_request_as_load_rose():
 @pytest.mark.xfail(strict=True, reason="known departure (issue 29): on `web` the machine's "
                    "migrations a request (server and wrk) rise from 100 to 400 clients "
                    "(0.48 -> 0.89) where the study's fall (8.8 -> 6.3); the study's machine "
-                   "also ran the backend mock, 5 calls a request, which `web` does not model")
+                   "also ran the backend mock, which `web` leaves out by default (with it, "
+                   "work.backend_mock_us, the rise moves to 50 -> 200 clients: docs/model.md)")
 def test_web_loop_migrates_less_per_request_from_the_first_steps_as_the_study_measured():
     """The study's shape (the test above) on `web`, counting as its perf did: every
-    process on the machine (the server and wrk; the backend mock is not modelled)."""
+    process on the machine (the server and wrk; the backend mock is opt-in)."""
     def machine_migrations(r):
         return sum(p["cpu_migrations"] for p in r["processes"].values()) / r["requests"]
 

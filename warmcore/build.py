@@ -210,12 +210,34 @@ def build(cfg: Scenario, seed: int) -> SimContext:
         from warmcore.models.jvm_heap import JvmHeap
         ctx.heap = JvmHeap(ctx, cfg.jvm)
     ctx.strategy = get_strategy(cfg.strategy.name)(ctx, dict(cfg.strategy.params))
+    mock = _backend_mock(ctx)
     ctx.workload = build_workload(ctx)
     ctx.done = ctx.workload.finished
     ctx.reject = ctx.workload.rejected
     ctx.strategy.start()
+    if mock is not None:
+        mock.start()
     ctx.workload.start()
     return ctx
+
+
+def _backend_mock(ctx):
+    """The backend mock on this machine (work.backend_mock_us), answering the calls
+    the kernel's blocking segments and the event loop's client make; None without
+    one. A strategy that times its backend calls itself (``own_backend_calls``) is
+    refused with it."""
+    if ctx.cfg.work.backend_mock_us is None:
+        return None
+    if ctx.strategy.own_backend_calls:
+        raise ConfigError("work.backend_mock_us", f"strategy {ctx.cfg.strategy.name!r} "
+                          "waits for its backend calls its own way; the mock on this "
+                          "machine answers the blocking calls of kernel threads and the "
+                          "event loop's non-blocking client")
+    from warmcore.models.workloads.backend_mock import BackendMock
+
+    mock = BackendMock(ctx)
+    ctx.kernel.backend = mock
+    return mock
 
 
 def make_resources(cfg: Scenario, machine) -> dict:

@@ -332,6 +332,22 @@ class WorkCfg(Strict):
         "has an event loop to wait on (RxNetty's HttpClient: event-loop's async_backend); "
         "servers whose threads run a request to completion block their thread, as the "
         "Tomcat version of the RxNetty-vs-Tomcat benchmark did"))
+    backend_mock_us: MicrosOrZero | None = Field(default=None, description=(
+        "None: the backend answers from another machine (backend_us of waiting, no CPU "
+        "here). A number: the backend mock runs on this machine, as in the "
+        "RxNetty-vs-Tomcat study (WSPerfLab's ws-backend-mock on 127.0.0.1), spending "
+        "this much CPU per call, half reading it on one of its event loops and half "
+        "writing the answer on a computation thread backend_us later, with its loopback "
+        "reads and writes, epoll_wait and wake-ups (process `backend`; "
+        "models/workloads/backend_mock.py)"))
+    backend_mock_loops: Annotated[int, Field(gt=0, le=1024)] | None = Field(
+        default=None, description=(
+            "the mock's event loops; None: one per CPU (RxNetty 0.4.7's "
+            "SingleNioLoopProvider(1, availableProcessors()))"))
+    backend_mock_timers: Annotated[int, Field(gt=0, le=1024)] | None = Field(
+        default=None, description=(
+            "the mock's computation threads that answer after the delay; None: one per "
+            "CPU (RxJava 1.x's computation scheduler, availableProcessors() threads)"))
     invocation: Literal["BLOCKING", "NON_BLOCKING", "EITHER"] = "BLOCKING"
     # What crosses the socket per request (every workload but a batch reads its requests
     # from sockets and writes its responses to them): the copies of the read and write
@@ -359,6 +375,17 @@ class WorkCfg(Strict):
             if self.backend_us:
                 raise ConfigError("backend_us", "with a program, write the blocking call as "
                                                 "a call_us step")
+        return self
+
+    @model_validator(mode="after")
+    def _backend_mock_answers_calls(self):
+        if self.backend_mock_us is not None:
+            if not self.backend_us:
+                raise ConfigError("backend_mock_us", "the mock answers backend calls: "
+                                                     "set backend_us, its delay, above 0")
+            if self.program is not None:
+                raise ConfigError("backend_mock_us", "not with a program (its call_us "
+                                                     "steps wait off the machine)")
         return self
 
     @model_validator(mode="after")

@@ -61,6 +61,9 @@ class Kernel(Placement, TimeSlices, FluidRates, Spinning):
         # The CPU whose softirq is delivering socket data now (loopback runs the
         # receive path on the writer's CPU): its wake-ups are sync wake-ups from it.
         self.softirq_cpu: Cpu | None = None
+        # A backend on this machine answering blocking calls (a segment's block_s):
+        # call(thread, seconds, on_answer); None: the call waits block_s off the machine.
+        self.backend = None
         self.trace = None
         if trace_limit:
             # A CPU's clock changes are trace events too (kind "freq", the new GHz in

@@ -75,6 +75,14 @@ class Placement:
         if t.state is BLOCKED:
             self._make_runnable(t, None)
 
+    def _answer_unblock(self, t: Thread) -> None:
+        """A thread blocked on a backend call on this machine (``Kernel.backend``) has
+        its answer: the answer's receive softirq (``deliver_from`` the writer) wakes
+        it, a sync wake-up from that CPU as ``sock_def_readable``'s."""
+        if t.state is BLOCKED:
+            t.charge_io(self.backend.answer_read_s)      # its read of the answer
+            self._make_runnable(t, None, self.softirq_cpu)
+
     def _make_runnable(self, t: Thread, waker: Thread | None,
                        sync_cpu: Cpu | None = None) -> bool:
         """``sync_cpu``: a sync wake-up from that CPU (no waker thread to charge)."""

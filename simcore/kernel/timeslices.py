@@ -91,9 +91,14 @@ class TimeSlices:
         t.cont = None
         if block_s:
             ev = t.wait_ev
+            backend = self.backend
+            if backend is not None:        # a call to the backend on this machine:
+                # written from the CPU the thread still holds, answered by loopback
+                backend.call(t, block_s, lambda: self._answer_unblock(t))
             self._leave_cpu(t, BLOCKED)
             t.wait_ev = ev
-            self.env.timeout(block_s).callbacks.append(lambda _e: self._unblock(t))
+            if backend is None:
+                self.env.timeout(block_s).callbacks.append(lambda _e: self._unblock(t))
             return
         ev = t.wait_ev
         ev.succeed()
