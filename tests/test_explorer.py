@@ -682,6 +682,11 @@ PREPARE |= {k: SHARDED for k in ("strategy.params.producers", "strategy.params.c
 JVM_PATHS = ("jvm.young_mib", "jvm.survivor_ratio", "jvm.tenuring_threshold",
              "jvm.gc_threads", "jvm.object_ins", "jvm.chunk_frame_ins")
 BASE_FOR |= {k: "loom" for k in JVM_PATHS}
+# the backend mock on the machine answers backend calls: web's (pipeline has none);
+# its threads' counts act once it runs
+MOCK_PATHS = ("work.backend_mock_us", "work.backend_mock_loops", "work.backend_mock_timers")
+BASE_FOR |= {k: "web" for k in MOCK_PATHS}
+PREPARE |= {k: {"work.backend_mock_us": 7.0} for k in MOCK_PATHS[1:]}
 PREPARE |= {k: {"jvm.young_mib": 0.5} for k in JVM_PATHS if k != "jvm.young_mib"}
 # choices drawn as a selectbox whose key is a dotted path (set_controls)
 DOTTED_CHOICES = {"strategy.params.topology"}
