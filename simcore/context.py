@@ -32,6 +32,9 @@ class SimContext:
         self.heap = None
         self.done = None     # done(req, thread): the server handled req (build() sets it)
         self.reject = None   # reject(req): the server refused req, its queue full (build())
+        # work.backend_calls as a simcore.work.CallPlan (the request factory builds it),
+        # for the strategy that makes the calls; None without a plan
+        self.call_plan = None
 
     @staticmethod
     def arrivals_may_wake() -> None:

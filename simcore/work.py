@@ -99,6 +99,31 @@ class Program:
         self.block_s = sum(a for k, a in steps if k == STEP_CALL)
 
 
+class CallPlan:
+    """A request's backend calls as a plan (``work.backend_calls``): call ``i`` is
+    written once every call of ``after[i]`` is answered and waits ``delays_s[i]``;
+    its answer costs the reader ``answer_segs[i]`` (None: nothing). ``dependents[i]``
+    are the calls waiting for ``i``, ``roots`` those waiting for none, ``critical_s``
+    the longest chain of delays (the request's blocked_io when the calls overlap
+    as the plan allows)."""
+
+    __slots__ = ("after", "answer_segs", "critical_s", "delays_s", "dependents", "roots")
+
+    def __init__(self, delays_s, after, answer_segs):
+        self.delays_s = tuple(delays_s)
+        self.after = tuple(tuple(a) for a in after)
+        self.answer_segs = tuple(answer_segs)
+        n = len(self.delays_s)
+        self.dependents = tuple(tuple(j for j in range(n) if i in self.after[j])
+                                for i in range(n))
+        self.roots = tuple(i for i in range(n) if not self.after[i])
+        done_at = []
+        for i in range(n):          # calls come after earlier ones only (validated)
+            start = max((done_at[j] for j in self.after[i]), default=0.0)
+            done_at.append(start + self.delays_s[i])
+        self.critical_s = max(done_at)
+
+
 # Breakdown causes, in the order results print them.
 CAUSES = (
     "queue_wait",      # runnable but waiting for a thread or a CPU

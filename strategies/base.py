@@ -89,6 +89,9 @@ class Strategy:
     # True for a strategy that times its backend calls itself (not through a blocked
     # kernel thread nor ctx.kernel.backend): refused with a backend on the machine.
     own_backend_calls = False
+    # True for a strategy that makes a call plan's calls (work.backend_calls); the
+    # others are refused with one.
+    makes_call_plans = False
 
     def __init__(self, ctx, params: dict):
         self.ctx = ctx

@@ -106,14 +106,15 @@ class Params(StrategyParams):
 
 
 class _Loop:
-    __slots__ = ("answers", "epoll", "idx", "offer", "parked", "poll", "ready", "tasks",
-                 "thread")
+    __slots__ = ("answers", "epoll", "idx", "offer", "parked", "plan_answers", "poll",
+                 "ready", "tasks", "thread")
 
     def __init__(self, idx: int):
         self.idx = idx
         self.ready: deque = deque()    # channels with input since the last epoll_wait
         self.tasks: deque = deque()    # taskQueue: responses from the offload pool
         self.answers: deque = deque()  # backend answers readable (async_backend)
+        self.plan_answers: deque = deque()   # (request, call) of a call plan, readable
         self.parked = False            # sleeping in epoll_wait
         self.thread = None
 
@@ -124,6 +125,7 @@ class EventLoop(Strategy):
     summary = ("Netty NioEventLoopGroup: 2 x cores loops, each owns its connections and "
                "parses+handles their requests inline")
     Params = Params
+    makes_call_plans = True
 
     def start(self) -> None:
         p = self.p
@@ -142,6 +144,12 @@ class EventLoop(Strategy):
             L.thread = self.kernel.spawn(self.ctx.server, f"nioEventLoopGroup-{i}",
                                          lambda t, L=L: self._loop(t, L))
             self.loops.append(L)
+        self.plan = self.ctx.call_plan
+        self.plan_left: dict = {}      # request id -> [calls unanswered, deps left per call]
+        if self.plan is not None and not self._async_backend():
+            raise ConfigError("work.backend_calls", "a call plan is made with the "
+                              "non-blocking client: set work.backend_async (or "
+                              "strategy.params.async_backend)")
         self.pool = None
         if p.offload:
             self.pool = ThreadPoolExecutor(
@@ -164,22 +172,26 @@ class EventLoop(Strategy):
 
     # -- threads ----------------------------------------------------------------------
 
+    def _async_backend(self) -> bool:
+        """Does the handler call its backend with the non-blocking client?"""
+        a = self.p.async_backend
+        return self.ctx.cfg.work.backend_async if a is None else a
+
     def _loop(self, t, L):
         env = self.env
         ctx = self.ctx
         pool = self.pool
         ratio = self.p.io_ratio
-        async_backend = self.p.async_backend
-        if async_backend is None:
-            async_backend = ctx.cfg.work.backend_async
+        async_backend = self._async_backend()
         backend = self.kernel.backend
+        plan = self.plan
         while True:
-            if not L.ready and not L.tasks and not L.answers:
+            if not L.ready and not L.tasks and not L.answers and not L.plan_answers:
                 L.parked = True
                 yield t.park()                 # epoll_wait with nothing ready
             # select() / selectNow(): one epoll_wait returning the ready channels (the
             # kernel's part, models/syscalls.py), then the JDK's selector work
-            t.syscall("epoll_wait", n=len(L.ready) + len(L.answers))
+            t.syscall("epoll_wait", n=len(L.ready) + len(L.answers) + len(L.plan_answers))
             if L.epoll is not None:
                 yield t.run(L.epoll)
             ready = L.ready
@@ -189,6 +201,8 @@ class EventLoop(Strategy):
                 if backend is not None:        # (a backend on this machine: read it)
                     t.charge_io(backend.answer_read_s)
                 ctx.done(L.answers.popleft(), t)
+            while L.plan_answers:              # a call plan's answers: the next calls
+                yield from self._plan_answer(t, L, *L.plan_answers.popleft())
             for conn in ready:                 # processSelectedKeys
                 conn.data = False              # new input from now on re-arms the channel
                 # NioByteUnsafe.read: one read brings what the socket holds (a serial
@@ -209,6 +223,9 @@ class EventLoop(Strategy):
                         yield t.run(compute_part(req.consume), req)
                         req.consumed_by = t.tid    # (run() knows req.consume only)
                         self._call_backend(t, L, req, blk)
+                    elif plan is not None:
+                        yield t.run(req.consume, req)
+                        self._start_plan(t, L, req)
                     else:
                         yield t.run(req.consume, req)
                         ctx.done(req, t)
@@ -241,6 +258,53 @@ class EventLoop(Strategy):
             self.env.timeout(blk).callbacks.append(lambda _e: self._answered(L, req))
         else:
             backend.call(t, blk, lambda: self._answered(L, req))
+
+    def _start_plan(self, t, L, req) -> None:
+        """The handler wrote its first calls (the plan's roots); the request waits for
+        the plan's longest chain of delays (its blocked_io)."""
+        plan = self.plan
+        self.plan_left[req.id] = [len(plan.delays_s), [len(a) for a in plan.after]]
+        self.kernel.charge_blocked_io(req, plan.critical_s)
+        for i in plan.roots:
+            self._plan_call(t, L, req, i)
+
+    def _plan_call(self, t, L, req, i: int) -> None:
+        """Call ``i`` of the plan, written by loop thread ``t``: its answer becomes
+        readable on the loop after its delay (through the backend on this machine if
+        there is one)."""
+        delay = self.plan.delays_s[i]
+        backend = self.kernel.backend
+        if backend is None:
+            self.env.timeout(delay).callbacks.append(
+                lambda _e: self._plan_answered(L, req, i))
+        else:
+            backend.call(t, delay, lambda: self._plan_answered(L, req, i))
+
+    def _plan_answered(self, L, req, i: int) -> None:
+        L.plan_answers.append((req, i))
+        if L.parked:
+            L.parked = False
+            self.kernel.wake(L.thread, None)
+
+    def _plan_answer(self, t, L, req, i: int):
+        """Read and parse call ``i``'s answer, write the calls that waited only for it,
+        and respond once every call is answered."""
+        backend = self.kernel.backend
+        if backend is not None:
+            t.charge_io(backend.answer_read_s)
+        seg = self.plan.answer_segs[i]
+        if seg is not None:
+            yield t.run(seg, req)
+        left = self.plan_left[req.id]
+        deps = left[1]
+        for j in self.plan.dependents[i]:
+            deps[j] -= 1
+            if not deps[j]:
+                self._plan_call(t, L, req, j)
+        left[0] -= 1
+        if not left[0]:
+            del self.plan_left[req.id]
+            self.ctx.done(req, t)
 
     def _answered(self, L, req) -> None:
         L.answers.append(req)

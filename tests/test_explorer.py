@@ -642,6 +642,8 @@ VALUES = {
     "producer.cpus": "[2]",
     "consumer.cpus": "[3]",
     "work.program": "[{service_share = 0.5}, {compute_us = 20.0}, {service_share = 0.5}]",
+    # a call plan of two calls, the second after the first (web's loop makes them)
+    "work.backend_calls": "[{delay_us = 5000.0}, {delay_us = 2000.0, after = [0]}]",
     "strategy.params.max_kernel_threads": 50,     # with kernel threads (below), < 2000 tasks
     "strategy.params.workers": 4,                 # fewer than the requests in flight
     "workload.batches": "[4, 2, 1]",              # EWYKBenchmark-style batch sizes
@@ -687,6 +689,9 @@ BASE_FOR |= {k: "loom" for k in JVM_PATHS}
 MOCK_PATHS = ("work.backend_mock_us", "work.backend_mock_loops", "work.backend_mock_timers")
 BASE_FOR |= {k: "web" for k in MOCK_PATHS}
 PREPARE |= {k: {"work.backend_mock_us": 7.0} for k in MOCK_PATHS[1:]}
+# a call plan replaces web's one backend call
+BASE_FOR["work.backend_calls"] = "web"
+PREPARE["work.backend_calls"] = {"work.backend_us": 0.0}
 PREPARE |= {k: {"jvm.young_mib": 0.5} for k in JVM_PATHS if k != "jvm.young_mib"}
 # choices drawn as a selectbox whose key is a dotted path (set_controls)
 DOTTED_CHOICES = {"strategy.params.topology"}
@@ -913,7 +918,7 @@ def test_each_generated_control_changes_the_scenario_and_reruns(base, path):
     if p.type in LISTS:                              # the text, read as TOML
         value = tomllib.loads(f"v = {value}")["v"]
     got = at_path(tomllib.loads(at.session_state.toml), path)
-    if path == "work.program":          # the TOML writes each step's defaults too
+    if path in ("work.program", "work.backend_calls"):   # the TOML writes the defaults too
         got = [{k: step[k] for k in want} for step, want in zip(got, value, strict=True)]
     assert got == value, (path, p.value, value, got)
     assert at.session_state.job is not job                       # the comparison reran

@@ -212,6 +212,10 @@ def build(cfg: Scenario, seed: int) -> SimContext:
     ctx.strategy = get_strategy(cfg.strategy.name)(ctx, dict(cfg.strategy.params))
     mock = _backend_mock(ctx)
     ctx.workload = build_workload(ctx)
+    if ctx.call_plan is not None and not ctx.strategy.makes_call_plans:
+        raise ConfigError("work.backend_calls", f"strategy {cfg.strategy.name!r} makes one "
+                          "backend call a request (backend_us); a call plan is made by "
+                          "event-loop's non-blocking client")
     ctx.done = ctx.workload.finished
     ctx.reject = ctx.workload.rejected
     ctx.strategy.start()

@@ -19,6 +19,7 @@ from warmcore.simcore.rng import block_sampler
 from warmcore.simcore.kernel.fastpath import clock, fast_timeout
 from warmcore.simcore.work import (
     CODE,
+    CallPlan,
     SHARED,
     STEP_ACQUIRE,
     STEP_CALL,
@@ -199,9 +200,16 @@ class RequestFactory:
         self.invocation = work.invocation
         self.next_id = 0
         self.program = self._program_plan(work.program, streams) if work.program else None
+        if work.backend_calls is not None:      # the strategy makes them (event-loop)
+            ctx.call_plan = CallPlan(
+                [c.delay_us * 1e-6 for c in work.backend_calls],
+                [c.after for c in work.backend_calls],
+                [Segment(c.answer_us * 1e-6 * self.ips, label="backend-answer")
+                 if c.answer_us else None for c in work.backend_calls])
         self.pure = not (self.produce_ins or self.task_lines or self.common or self.conn_lines
                          or self.data_part
                          or self.contended_ops or self.backend
+                         or work.backend_calls is not None
                          or self.invocation != "BLOCKING" or self.program)
 
     def _program_plan(self, steps, streams):

@@ -48,6 +48,7 @@ MAX_REPLICATIONS = 1000
 MAX_TRACE_EVENTS = 1_000_000
 MAX_IN_FLIGHT = 1_000_000   # 0.85 GB of requests in flight
 MAX_PROGRAM_STEPS = 1000
+MAX_CALLS = 64             # backend calls in a request's call plan
 MAX_COMPARED = 64       # strategy.compare: names (a registry holds a few dozen)
 MAX_LIST = 1_000_000    # values of an empirical distribution, CPUs in a list
 
@@ -286,6 +287,21 @@ class Step(Strict):
         return self
 
 
+class BackendCall(Strict):
+    """One backend call of a request's call plan (``work.backend_calls``): it is
+    written once the calls it comes ``after`` are answered (indices of earlier calls
+    of the plan), waits ``delay_us`` (the backend's own delay: the WSPerfLab mock's
+    ``delay`` parameter, a timer), and its answer costs the thread that reads it
+    ``answer_us`` of CPU (parsing it)."""
+
+    delay_us: Micros
+    after: Annotated[list[Annotated[int, Field(ge=0)]], Field(max_length=MAX_CALLS)] = []
+    answer_us: MicrosOrZero = 0.0
+
+
+CallList = Annotated[list[BackendCall], Field(min_length=1, max_length=MAX_CALLS)]
+
+
 class ResourceCfg(Strict):
     """A named semaphore, connection pool or lock: ``permits`` held at once, a FIFO wait
     queue; fair (FIFO hand-off) or not (barging: simcore.kernel.Semaphore)."""
@@ -348,6 +364,12 @@ class WorkCfg(Strict):
         default=None, description=(
             "the mock's computation threads that answer after the delay; None: one per "
             "CPU (RxJava 1.x's computation scheduler, availableProcessors() threads)"))
+    backend_calls: CallList | None = (
+        Field(default=None, description=(
+            "a call plan instead of one backend_us call: calls written when the calls "
+            "they come after are answered, the response written when all are (the "
+            "RxNetty server of the WSPerfLab study: A then C and D, B then E); made by "
+            "event-loop's non-blocking client (backend_async)")))
     invocation: Literal["BLOCKING", "NON_BLOCKING", "EITHER"] = "BLOCKING"
     # What crosses the socket per request (every workload but a batch reads its requests
     # from sockets and writes its responses to them): the copies of the read and write
@@ -378,11 +400,29 @@ class WorkCfg(Strict):
         return self
 
     @model_validator(mode="after")
+    def _call_plan(self):
+        if self.backend_calls is None:
+            return self
+        if self.backend_us:
+            raise ConfigError("backend_calls", "a call plan replaces backend_us: set one "
+                                               "of them")
+        if self.program is not None:
+            raise ConfigError("backend_calls", "not with a program (its call_us steps)")
+        for i, call in enumerate(self.backend_calls):
+            late = [j for j in call.after if j >= i]
+            if late:
+                earlier = f"0 to {i - 1}" if i else "none: it is the first call"
+                raise ConfigError(f"backend_calls.{i}.after", f"a call comes after earlier "
+                                  f"calls only ({earlier}), not {late}")
+        return self
+
+    @model_validator(mode="after")
     def _backend_mock_answers_calls(self):
         if self.backend_mock_us is not None:
-            if not self.backend_us:
+            if not self.backend_us and self.backend_calls is None:
                 raise ConfigError("backend_mock_us", "the mock answers backend calls: "
-                                                     "set backend_us, its delay, above 0")
+                                                     "set backend_us, its delay, above 0, "
+                                                     "or backend_calls")
             if self.program is not None:
                 raise ConfigError("backend_mock_us", "not with a program (its call_us "
                                                      "steps wait off the machine)")
