@@ -51,6 +51,7 @@ from collections import deque
 
 from pydantic import Field
 
+from warmcore.simcore.work import Segment
 from warmcore.strategies.base import StrategyParams, Strategy, register
 from warmcore.strategies.pools import ThreadPoolExecutor, lock_segment, syscall_segment
 
@@ -94,6 +95,23 @@ class Params(StrategyParams):
         "default Integer.MAX_VALUE: None here, unbounded); one more with every worker "
         "busy at maxThreads is refused (RejectedExecutionException) and NioEndpoint "
         "closes the socket: the requests it holds are refused"))
+    backend_threads: int = Field(default=2000, gt=0, description=(
+        "With a call plan (work.backend_calls): the servlet's own executor for its backend "
+        "calls, a ThreadPoolExecutor of this many threads over a LinkedBlockingQueue "
+        "(WSPerfLab TestCaseAServlet: PropertyNames BackendRequestThreadPoolSize, 2000)"))
+
+
+class _PlanRun:
+    """One request's call plan in flight: its calls not yet answered, the unanswered
+    calls each call still waits for, and the worker waiting on the futures."""
+
+    __slots__ = ("deps", "left", "req", "waiter")
+
+    def __init__(self, req, left: int, deps: list):
+        self.req = req
+        self.left = left
+        self.deps = deps
+        self.waiter = None
 
 
 class _Poller:
@@ -113,6 +131,7 @@ class ThreadPool(Strategy):
     summary = ("Tomcat NIO: poller thread(s) hand ready sockets to a 200-thread pool "
                "through a locked queue")
     Params = Params
+    makes_call_plans = True
 
     def start(self) -> None:
         p = self.p
@@ -124,6 +143,14 @@ class ThreadPool(Strategy):
             tomcat_queue=True, thread_start_us=p.thread_start_us,
             capacity=p.queue_capacity)
         self.executor.prestart()
+        self.plan = self.ctx.call_plan
+        if self.plan is not None:         # TestCaseAServlet's executor for its calls
+            self.backend_exec = ThreadPoolExecutor(
+                self, "backend-exec", core=p.backend_threads, maximum=p.backend_threads,
+                run_task=self._call_task, lock_us=p.lock_us, lock_line="backend-exec-lock",
+                tomcat_queue=False, thread_start_us=p.thread_start_us)
+            self.call_segs = [Segment(0.0, block_s=d, label="backend-call")
+                              for d in self.plan.delays_s]
         self.pollers = []
         for i in range(p.pollers):
             P = _Poller(i)
@@ -197,6 +224,43 @@ class ThreadPool(Strategy):
         if conn.inbox and not conn.busy:                # arrived while it was closing
             self.on_arrival(conn)
 
+    def _run_plan(self, t, req):
+        """TestCaseAServlet.doGet with a call plan: the calls run on the servlet's own
+        executor, each submitted once the calls it comes after are answered (by the
+        executor thread that read the last of them, where the servlet has a helper task
+        wait: Agroup, a simplification), and this worker waits on their futures
+        (Future.get: LockSupport.park) until the last answer's thread wakes it
+        (FutureTask.set -> unpark). The request waits the plan's longest chain."""
+        plan = self.plan
+        run = _PlanRun(req, len(plan.delays_s), [len(a) for a in plan.after])
+        self.kernel.charge_blocked_io(req, plan.critical_s)
+        for i in plan.roots:
+            yield from self.backend_exec.execute(t, (run, i))
+        while run.left:
+            run.waiter = t
+            t.syscall("futex_wait")
+            yield t.park()
+        run.waiter = None
+
+    def _call_task(self, t, task):
+        """An executor thread makes call ``i`` (blocking: HttpClient.execute), parses
+        its answer, submits the calls that waited only for it, and wakes the worker if
+        it was the last."""
+        run, i = task
+        plan = self.plan
+        yield t.run(self.call_segs[i])
+        seg = plan.answer_segs[i]
+        if seg is not None:
+            yield t.run(seg, run.req)
+        deps = run.deps
+        for j in plan.dependents[i]:
+            deps[j] -= 1
+            if not deps[j]:
+                yield from self.backend_exec.execute(t, (run, j))
+        run.left -= 1
+        if not run.left and run.waiter is not None:
+            self.kernel.wake(run.waiter, t)
+
     def _process(self, t, conn):
         """SocketProcessor: serve every request the socket holds, then re-register."""
         ctx = self.ctx
@@ -209,6 +273,8 @@ class ThreadPool(Strategy):
             if req.produce is not None:
                 yield t.run(req.produce, req)
             yield t.run(req.consume, req)
+            if self.plan is not None:
+                yield from self._run_plan(t, req)
             ctx.done(req, t)
         # keep-alive: the next fill(false) finds nothing (a read returning 0, EAGAIN),
         # the processor returns OPEN and the socket goes back to the poller

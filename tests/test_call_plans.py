@@ -1,6 +1,7 @@
 """A request's backend calls as a plan (work.backend_calls: calls written when the
 calls they come after are answered, the response once all are), made by event-loop's
-non-blocking client, checked by hand on ideal CPUs (free system calls and switches)."""
+non-blocking client and by thread-pool's servlet on an executor, checked by hand on
+ideal CPUs (free system calls and switches)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,32 @@ def test_a_plan_through_the_backend_on_the_machine_pays_its_cpu_on_each_call():
     assert r["latency_us"]["mean"] == pytest.approx(183.0, rel=1e-9)
     mock_us = r["processes"]["backend"]["task_clock_ms"] * 1e3 / r["requests"]
     assert mock_us == pytest.approx(30.0, rel=1e-3)
+
+
+# the thread pool's own overheads set to 0 (its poller's passes, interest changes,
+# queue locks and thread starts), so that only the plan's calls are left to count
+NO_POOL_OVERHEADS = {"strategy.params.epoll_us": 0.0, "strategy.params.epoll_ctl_us": 0.0,
+                     "strategy.params.lock_us": 0.0, "strategy.params.thread_start_us": 0.0}
+
+
+@pytest.mark.parametrize("mock_us, latency_us", [(None, 168.0), (6.0, 180.0)])
+def test_a_blocking_server_makes_its_plan_on_an_executor_and_waits_for_all(mock_us,
+                                                                          latency_us):
+    """By hand, Tomcat's testA servlet (TestCaseAServlet: the calls on its own
+    executor, the worker waiting on their futures), 2 us to parse each answer, no pool
+    overheads: the handler ends at 10; A answered at 60 and parsed by 62 on an executor
+    thread, which submits C and D; B answered at 160, parsed by 162, then E answered at
+    166, parsed by 168, which wakes the worker: 168 us, and 10 + 5 x 2 = 20 us of CPU
+    in the server. With the mock on the machine (6 us a call, 3 before and 3 after its
+    delay) each call's chain gains 6: B 10 + 3 + 150 + 3 = 166, parsed by 168, E 168 +
+    3 + 4 + 3 = 178, parsed by 180."""
+    sets = dict(NO_POOL_OVERHEADS, **{"strategy.params.backend_threads": 8})
+    if mock_us is not None:
+        sets["work.backend_mock_us"] = mock_us
+    r = _plan(strategy="thread-pool", answer_us=2.0, **sets)
+    assert r["latency_us"]["min"] == pytest.approx(latency_us, rel=1e-9)
+    assert r["latency_us"]["max"] == pytest.approx(latency_us, rel=1e-9)
+    assert r["task_clock_ms"] * 1e3 / r["requests"] == pytest.approx(20.0, rel=1e-3)
 
 
 @pytest.mark.parametrize("bad, field", [

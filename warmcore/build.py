@@ -215,7 +215,7 @@ def build(cfg: Scenario, seed: int) -> SimContext:
     if ctx.call_plan is not None and not ctx.strategy.makes_call_plans:
         raise ConfigError("work.backend_calls", f"strategy {cfg.strategy.name!r} makes one "
                           "backend call a request (backend_us); a call plan is made by "
-                          "event-loop's non-blocking client")
+                          "event-loop's non-blocking client and by thread-pool's executor")
     ctx.done = ctx.workload.finished
     ctx.reject = ctx.workload.rejected
     ctx.strategy.start()

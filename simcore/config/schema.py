@@ -369,7 +369,8 @@ class WorkCfg(Strict):
             "a call plan instead of one backend_us call: calls written when the calls "
             "they come after are answered, the response written when all are (the "
             "RxNetty server of the WSPerfLab study: A then C and D, B then E); made by "
-            "event-loop's non-blocking client (backend_async)")))
+            "event-loop's non-blocking client (backend_async) and by thread-pool on an "
+            "executor, as the study's Tomcat servlet")))
     invocation: Literal["BLOCKING", "NON_BLOCKING", "EITHER"] = "BLOCKING"
     # What crosses the socket per request (every workload but a batch reads its requests
     # from sockets and writes its responses to them): the copies of the read and write
