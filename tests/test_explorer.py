@@ -692,6 +692,11 @@ PREPARE |= {k: {"work.backend_mock_us": 7.0} for k in MOCK_PATHS[1:]}
 # a call plan replaces web's one backend call
 BASE_FOR["work.backend_calls"] = "web"
 PREPARE["work.backend_calls"] = {"work.backend_us": 0.0}
+# thread-pool's executor for a call plan's calls (hello's server has no backend call):
+# one thread makes every call in turn
+PREPARE["strategy.params.backend_threads"] = {
+    "work.backend_calls": "[{delay_us = 500.0}, {delay_us = 200.0}]"}
+VALUES["strategy.params.backend_threads"] = 1
 PREPARE |= {k: {"jvm.young_mib": 0.5} for k in JVM_PATHS if k != "jvm.young_mib"}
 # choices drawn as a selectbox whose key is a dotted path (set_controls)
 DOTTED_CHOICES = {"strategy.params.topology"}
