@@ -123,6 +123,36 @@ class CallPlan:
             done_at.append(start + self.delays_s[i])
         self.critical_s = max(done_at)
 
+    def begin(self, req) -> PlanRun:
+        """A request's plan in flight; its first calls are ``roots``."""
+        return PlanRun(req, len(self.delays_s), [len(a) for a in self.after])
+
+    def answered(self, run: PlanRun, i: int) -> list[int]:
+        """Call ``i`` of ``run`` is answered: the calls that waited only for it (to be
+        written now); ``run.left`` counts the calls still unanswered."""
+        deps = run.deps
+        ready = []
+        for j in self.dependents[i]:
+            deps[j] -= 1
+            if not deps[j]:
+                ready.append(j)
+        run.left -= 1
+        return ready
+
+
+class PlanRun:
+    """One request's call plan in flight: its calls not yet answered (``left``), the
+    unanswered calls each call still waits for (``deps``), and the thread waiting
+    for the last answer, if one parks for it (``waiter``)."""
+
+    __slots__ = ("deps", "left", "req", "waiter")
+
+    def __init__(self, req, left: int, deps: list):
+        self.req = req
+        self.left = left
+        self.deps = deps
+        self.waiter = None
+
 
 # Breakdown causes, in the order results print them.
 CAUSES = (

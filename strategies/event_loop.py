@@ -114,7 +114,7 @@ class _Loop:
         self.ready: deque = deque()    # channels with input since the last epoll_wait
         self.tasks: deque = deque()    # taskQueue: responses from the offload pool
         self.answers: deque = deque()  # backend answers readable (async_backend)
-        self.plan_answers: deque = deque()   # (request, call) of a call plan, readable
+        self.plan_answers: deque = deque()   # (PlanRun, call) answered, readable
         self.parked = False            # sleeping in epoll_wait
         self.thread = None
 
@@ -145,7 +145,6 @@ class EventLoop(Strategy):
                                          lambda t, L=L: self._loop(t, L))
             self.loops.append(L)
         self.plan = self.ctx.call_plan
-        self.plan_left: dict = {}      # request id -> [calls unanswered, deps left per call]
         if self.plan is not None and not self._async_backend():
             raise ConfigError("work.backend_calls", "a call plan is made with the "
                               "non-blocking client: set work.backend_async (or "
@@ -263,12 +262,12 @@ class EventLoop(Strategy):
         """The handler wrote its first calls (the plan's roots); the request waits for
         the plan's longest chain of delays (its blocked_io)."""
         plan = self.plan
-        self.plan_left[req.id] = [len(plan.delays_s), [len(a) for a in plan.after]]
+        run = plan.begin(req)
         self.kernel.charge_blocked_io(req, plan.critical_s)
         for i in plan.roots:
-            self._plan_call(t, L, req, i)
+            self._plan_call(t, L, run, i)
 
-    def _plan_call(self, t, L, req, i: int) -> None:
+    def _plan_call(self, t, L, run, i: int) -> None:
         """Call ``i`` of the plan, written by loop thread ``t``: its answer becomes
         readable on the loop after its delay (through the backend on this machine if
         there is one)."""
@@ -276,17 +275,17 @@ class EventLoop(Strategy):
         backend = self.kernel.backend
         if backend is None:
             self.env.timeout(delay).callbacks.append(
-                lambda _e: self._plan_answered(L, req, i))
+                lambda _e: self._plan_answered(L, run, i))
         else:
-            backend.call(t, delay, lambda: self._plan_answered(L, req, i))
+            backend.call(t, delay, lambda: self._plan_answered(L, run, i))
 
-    def _plan_answered(self, L, req, i: int) -> None:
-        L.plan_answers.append((req, i))
+    def _plan_answered(self, L, run, i: int) -> None:
+        L.plan_answers.append((run, i))
         if L.parked:
             L.parked = False
             self.kernel.wake(L.thread, None)
 
-    def _plan_answer(self, t, L, req, i: int):
+    def _plan_answer(self, t, L, run, i: int):
         """Read and parse call ``i``'s answer, write the calls that waited only for it,
         and respond once every call is answered."""
         backend = self.kernel.backend
@@ -294,17 +293,11 @@ class EventLoop(Strategy):
             t.charge_io(backend.answer_read_s)
         seg = self.plan.answer_segs[i]
         if seg is not None:
-            yield t.run(seg, req)
-        left = self.plan_left[req.id]
-        deps = left[1]
-        for j in self.plan.dependents[i]:
-            deps[j] -= 1
-            if not deps[j]:
-                self._plan_call(t, L, req, j)
-        left[0] -= 1
-        if not left[0]:
-            del self.plan_left[req.id]
-            self.ctx.done(req, t)
+            yield t.run(seg, run.req)
+        for j in self.plan.answered(run, i):
+            self._plan_call(t, L, run, j)
+        if not run.left:
+            self.ctx.done(run.req, t)
 
     def _answered(self, L, req) -> None:
         L.answers.append(req)

@@ -101,19 +101,6 @@ class Params(StrategyParams):
         "(WSPerfLab TestCaseAServlet: PropertyNames BackendRequestThreadPoolSize, 2000)"))
 
 
-class _PlanRun:
-    """One request's call plan in flight: its calls not yet answered, the unanswered
-    calls each call still waits for, and the worker waiting on the futures."""
-
-    __slots__ = ("deps", "left", "req", "waiter")
-
-    def __init__(self, req, left: int, deps: list):
-        self.req = req
-        self.left = left
-        self.deps = deps
-        self.waiter = None
-
-
 class _Poller:
     __slots__ = ("ctl", "epoll", "events", "events_lock", "idx", "parked", "ready", "thread")
 
@@ -232,7 +219,7 @@ class ThreadPool(Strategy):
         (Future.get: LockSupport.park) until the last answer's thread wakes it
         (FutureTask.set -> unpark). The request waits the plan's longest chain."""
         plan = self.plan
-        run = _PlanRun(req, len(plan.delays_s), [len(a) for a in plan.after])
+        run = plan.begin(req)
         self.kernel.charge_blocked_io(req, plan.critical_s)
         for i in plan.roots:
             yield from self.backend_exec.execute(t, (run, i))
@@ -252,12 +239,8 @@ class ThreadPool(Strategy):
         seg = plan.answer_segs[i]
         if seg is not None:
             yield t.run(seg, run.req)
-        deps = run.deps
-        for j in plan.dependents[i]:
-            deps[j] -= 1
-            if not deps[j]:
-                yield from self.backend_exec.execute(t, (run, j))
-        run.left -= 1
+        for j in plan.answered(run, i):
+            yield from self.backend_exec.execute(t, (run, j))
         if not run.left and run.waiter is not None:
             self.kernel.wake(run.waiter, t)
 
