@@ -5,13 +5,18 @@ Source: Netflix-Skunkworks/WSPerfLab, test-results/RxNetty_vs_Tomcat_April2015.p
 Google Sheets line charts, 600 x 371 px, of the howto's staircase (wrk -t 4,
 clients 50 to 1100 in steps of 50, 60 s a step; test-results/vs-tomcat-Apr-2015/
 howto.txt). Each chart has two y axes whose three labelled gridlines sit at
-y = 93, 185 and 278 px; the x axis labels 300, 500, 700 and 900 clients sit at
-x = 129, 243, 357.5 and 471 px (0.5713 px a client: x = 0 is 74 clients, and
-the first step, 50, is off the left edge). A series is found by its colour
+y = 93, 185 and 278 px. Its lines run from edge to edge: the first step, 50
+clients, at x = 0 and the last, 1,100, at x = 600, 600 / 1,050 = 0.5714 px a
+client, which is the spacing of the x axis labels 300, 500, 700 and 900 (114 px
+for 200 clients; the labels' text sits 14 px left of its step). The request
+rates check the axis: at the first steps wrk's closed clients wait 157.5 ms a
+request (the howto's example rows), so the rate is clients / 0.1575 s (Tomcat's
+read at 100 clients: 633, against 633.28 in the howto's row; at 50: 315 against
+304.08). A series is found by its colour
 (Google's palette) and read at each step's x as the median y of its pixels
 there, the legend (top left) excluded; a step where a series is hidden under
-another is left empty (RxNetty's rate under Tomcat's at 100 and 150 clients,
-where both are the same latency-bound rate).
+another is left empty (RxNetty's rate under Tomcat's at the first steps, where
+both are the same latency-bound rate).
 
 The columns, as the howto's benchrun and benchreport.awk define them:
   *_req_s            wrk's requests per second;
@@ -47,12 +52,14 @@ CHARTS = {   # image name: (left axis labels, right axis labels, {colour: (serie
                  {"blue": ("rxnetty_ipc", 0), "green": ("tomcat_ipc", 0),
                   "orange": ("rxnetty_cpu_ms_per_req", 1), "red": ("tomcat_cpu_ms_per_req", 1)}),
 }
-STEPS = range(100, 1101, 50)
+STEPS = range(50, 1101, 50)
 LEGEND_RIGHT, LEGEND_BOTTOM = 430, 50     # the legend: x < 430, y < 50
 
 
 def x_of(clients):
-    return 129.0 + (clients - 300) * (471.0 - 129.0) / 600.0
+    """The step's x: 50 clients at the left edge, 1,100 at the right (599, the last
+    pixel column)."""
+    return min(599.0, (clients - 50) * 600.0 / 1050.0)
 
 
 def value(y, labels):
