@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import csv
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -108,3 +110,20 @@ def stop(proc, timeout: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+STUDY_CURVES = Path(__file__).parents[1] / "docs" / "data" / "wsperflab-2015" / "curves.csv"
+
+
+def study_loop_migrations_per_request() -> dict[int, float]:
+    """The study's RxNetty migrations a request at each staircase step, the whole
+    machine's (docs/data/wsperflab-2015: read off its slides' charts): the step's
+    migrations over its 60 s of requests, at Tomcat's rate where RxNetty's line is
+    hidden under Tomcat's (the first steps: the same latency-bound rate); the steps
+    where neither rate could be read (50 and 1100 clients, at the charts' edges) are
+    left out."""
+    with STUDY_CURVES.open() as f:
+        rows = [r for r in csv.DictReader(f)
+                if r["rxnetty_migrations"] and (r["rxnetty_req_s"] or r["tomcat_req_s"])]
+    return {int(r["clients"]): float(r["rxnetty_migrations"])
+            / (60.0 * float(r["rxnetty_req_s"] or r["tomcat_req_s"])) for r in rows}

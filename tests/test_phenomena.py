@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 
-from tests.helpers import run
+from tests.helpers import run, study_loop_migrations_per_request
 
 
 def test_contended_server_is_faster_on_one_cpu_than_on_four():
@@ -211,30 +208,13 @@ def test_web_event_loop_is_cheaper_peaks_higher_and_gets_cheaper_as_the_pool_get
     assert peak["event-loop"]["throughput_rps"] > 1.5 * peak["thread-pool"]["throughput_rps"]
 
 
-STUDY_CURVES = Path(__file__).parents[1] / "docs" / "data" / "wsperflab-2015" / "curves.csv"
-
-
-def _study_loop_migrations_per_request() -> dict[int, float]:
-    """The study's RxNetty migrations a request at each staircase step, the whole
-    machine's (docs/data/wsperflab-2015: read off its slides' charts): the step's
-    migrations over its 60 s of requests, at Tomcat's rate where RxNetty's line is
-    hidden under Tomcat's (the first steps: the same latency-bound rate); the steps
-    where neither rate could be read (50 and 1100 clients, at the charts' edges) are
-    left out."""
-    with STUDY_CURVES.open() as f:
-        rows = [r for r in csv.DictReader(f)
-                if r["rxnetty_migrations"] and (r["rxnetty_req_s"] or r["tomcat_req_s"])]
-    return {int(r["clients"]): float(r["rxnetty_migrations"])
-            / (60.0 * float(r["rxnetty_req_s"] or r["tomcat_req_s"])) for r in rows}
-
-
 def test_the_study_measured_the_loop_migrating_less_per_request_as_load_rose():
     """What the RxNetty-vs-Tomcat slides' "Thread Migrations" chart says, as read into
     docs/data/wsperflab-2015/curves.csv: from 100 to 1050 clients RxNetty's migrations
     a request (the whole machine's) never rise from one step to the next, 8.85 -> 5.89
     by 400 clients and 0.76 at 1050, although their count a second peaks near 400. By
     hand from the CSV: at 400 clients 9.0e5 / (60 x 2548) = 5.89."""
-    per_request = _study_loop_migrations_per_request()
+    per_request = study_loop_migrations_per_request()
     steps = sorted(per_request)
     assert all(per_request[a] >= per_request[b] for a, b in zip(steps, steps[1:], strict=False))
     assert per_request[400] == pytest.approx(9.0e5 / (60 * 2548), rel=1e-3)
