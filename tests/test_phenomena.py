@@ -224,8 +224,8 @@ def test_the_study_measured_the_loop_migrating_less_per_request_as_load_rose():
 @pytest.mark.xfail(strict=True, reason="known departure (issue 29): on `web` the machine's "
                    "migrations a request (server and wrk) rise from 100 to 400 clients "
                    "(0.48 -> 0.89) where the study's fall (8.85 -> 5.89); the study's machine "
-                   "also ran the backend mock, which `web` leaves out by default (with it, "
-                   "work.backend_mock_us, the rise moves to 50 -> 200 clients: docs/model.md)")
+                   "also ran the backend mock and five calls a request at 30x web's time "
+                   "scale; at that scale the model falls too (tests/test_wsperflab_2015.py)")
 def test_web_loop_migrates_less_per_request_from_the_first_steps_as_the_study_measured():
     """The study's shape (the test above) on `web`, counting as its perf did: every
     process on the machine (the server and wrk; the backend mock is opt-in)."""
