@@ -382,3 +382,28 @@ def test_a_resource_s_permits_are_a_sweep_axis(tmp_path):
     df = rows(tmp_path / "out").set_index("axis.resources.db.permits")
     assert df["error"].isna().all()
     assert df.loc[5, "makespan_s"] > 3 * df.loc[100, "makespan_s"]
+
+
+def test_a_scenario_file_beside_the_spec_is_found_from_anywhere(tmp_path, monkeypatch):
+    """A spec that names its scenario file relative to itself (as calibration specs
+    do: examples/wsperflab-2015/staircase.sweep.toml) runs from any folder; a name
+    that is neither a built-in scenario nor a file there or beside the spec is still
+    refused naming the field."""
+    from warmcore.sweeps import base_scenario
+    from warmcore.simcore.config import ConfigError
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    src = Path(__file__).parents[1] / "simcore" / "scenarios" / "mmc.toml"
+    (folder / "base.toml").write_text(src.read_text())
+    (folder / "s.sweep.toml").write_text(
+        'scenario = "base.toml"\nset = ["run.requests=200"]\n'
+        '[axes]\n"workload.rate_per_s" = [1000.0, 2000.0]\n')
+    monkeypatch.chdir(tmp_path)                # not the spec's folder
+    spec = load_spec(folder / "s.sweep.toml")
+    assert Path(spec.scenario) == folder / "base.toml"
+    assert base_scenario(spec).name == "mmc"
+    (folder / "bad.sweep.toml").write_text(
+        'scenario = "missing.toml"\n[axes]\n"workload.rate_per_s" = [1000.0]\n')
+    with pytest.raises(ConfigError, match="scenario"):
+        load_spec(folder / "bad.sweep.toml")

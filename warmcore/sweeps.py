@@ -53,6 +53,7 @@ from pydantic import (
 from warmcore.simcore.config import (
     ConfigError,
     Scenario,
+    builtin_names,
     check_output_dir,
     config_error,
     parse_toml,
@@ -248,9 +249,18 @@ class SweepSpec(BaseModel):
 # -- the spec ----------------------------------------------------------------------------
 
 def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a sweep spec; ConfigError (one line) if it is bad."""
+    """Read and validate a sweep spec; ConfigError (one line) if it is bad. A scenario
+    file named relative to the spec (neither a built-in scenario nor a file from where
+    the sweep runs) is read from the spec's folder, as calibration specs do."""
     # as a scenario file: UTF-8 (else the bad byte's offset), at most 1 MiB, TOML
-    return validate_spec(parse_toml(read_text(path, "sweep"), f"sweep: {path}"))
+    data = parse_toml(read_text(path, "sweep"), f"sweep: {path}")
+    scenario = data.get("scenario") if isinstance(data, dict) else None
+    if isinstance(scenario, str) and scenario not in builtin_names() \
+            and not Path(scenario).exists():
+        beside = Path(path).parent / scenario
+        if beside.is_file():
+            data["scenario"] = str(beside)
+    return validate_spec(data)
 
 
 def validate_spec(data: dict) -> SweepSpec:
