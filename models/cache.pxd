@@ -45,6 +45,7 @@ cdef class Hierarchy:
     cdef public double l1_misses, llc_loads, llc_misses, llc_stores, llc_store_misses
     cdef public double walk_dram_lines
     cdef dict _ids, _kind_code
+    cdef Py_ssize_t _task_code, _thread_code, _code_code
     cdef list _names
 
     cpdef object owner_id(self, kind, key)

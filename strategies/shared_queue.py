@@ -100,7 +100,8 @@ class SharedQueue(Strategy):
                 done(req, t)      # the recorder catches up deferred arrivals here
             else:
                 idle.append(t)
-                ctx.arrivals_may_wake()
+                may_wake = ctx.arrivals_may_wake   # a local: a method lookup CPython 3.11
+                may_wake()                         # does not specialise on an attribute
                 if futex_wait_s:
                     t.charge_kernel(futex_wait_s)      # FUTEX_WAIT (a hand-off call)
                 yield t.park()

@@ -257,11 +257,12 @@ class RequestFactory:
         rid = self.next_id
         self.next_id = rid + 1
         req = Request(rid, now, conn)
+        service = self.service     # a local: see OpenLoop._deliver_next
         if self.pure:
             # Pure compute (the queueing-theory case): one bare segment.
-            req.consume = Segment(self.service() * self.ips, (), 0, None, 0.0, "consume")
+            req.consume = Segment(service() * self.ips, (), 0, None, 0.0, "consume")
             return req
-        s = self.service()
+        s = service()
         req.invocation = self.invocation
         lines = self.task_lines
         # Footprints built with tuple.__new__ (a NamedTuple's own __new__ is a Python

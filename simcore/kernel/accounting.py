@@ -41,6 +41,7 @@ from warmcore.simcore.work import (
     C_RELOAD,
     CAUSES,
     Continuation,
+    Program,
 )
 
 # Per-thread counters (perf-stat names). sys_s is the part of task_clock_s spent in
@@ -73,7 +74,9 @@ def run_segment(self, seg, req=None):
     (including any blocking wait ``seg.block_s``). ``seg`` may be a request
     program (simcore.work.Program): its steps run in order on this thread.
     (``Thread.run``.)"""
-    if seg.program:
+    # (a type test rather than reading the class attribute ``seg.program``, which
+    # CPython 3.11 does not specialise on an instance: a generic lookup a segment)
+    if type(seg) is Program:
         return self.run_program(seg, req)
     k = self.kernel
     cpu = self.cpu

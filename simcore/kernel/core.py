@@ -127,13 +127,14 @@ class Kernel(Placement, TimeSlices, FluidRates, Spinning):
         self.threads.append(t)
         process.threads.append(t)
         t.wait_ev = Event(self.env)
-        t.proc = drive(self._thread_main(t, body))
+        # the body starts at the first dispatch (t.wait_ev); once it returns, the
+        # thread leaves its CPU and is reaped
+        t.proc = drive(t.wait_ev, lambda: body(t), lambda: self._exit(t))
         self.wake(t)
         return t
 
-    def _thread_main(self, t: Thread, body):
-        yield t.wait_ev            # wait for the first dispatch
-        yield from body(t)
+    def _exit(self, t: Thread) -> None:
+        """``t``'s body has returned: it leaves its CPU for good."""
         self._leave_cpu(t, DEAD)
         self._reap(t)
 

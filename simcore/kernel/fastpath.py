@@ -15,7 +15,8 @@ does the same thing at the same cost, the functions here reach into SimPy:
   (``_ok``/``_value`` set, then the public ``env.schedule``; ``Event.succeed``
   schedules without delay).
 * ``drive``: a thread's generator resumed by a bare callback instead of a
-  ``simpy.Process`` (it reads ``Event._value`` instead of the ``value`` property).
+  ``simpy.Process`` (it reads ``Event._value`` instead of the ``value`` property),
+  started and ended by the callback too (no wrapping generator).
 * ``clock``: ``env.now`` as one C-level attribute read (``env._now``) instead of
   the property's Python call, for the hot path's clock reads (the kernel, the
   recorder's completion, the open loop's arrival).
@@ -79,7 +80,16 @@ def segment_done(env, delay: float) -> Event:
     if not queue or queue[0][0] > t:      # env.peek() > t, inlined
         env._now = t          # no public call moves the clock without an event
         return ALREADY_DONE
-    return fast_timeout(env, delay)
+    # INLINE COPY of fast_timeout(env, delay), one call fewer per segment that
+    # waits in the queue (every M/M/c service); t is env._now + delay, as there
+    ev = _new(Timeout)
+    ev.env = env
+    ev.callbacks = []
+    ev._value = None
+    ev._ok = True
+    ev._delay = delay
+    heappush(queue, (t, NORMAL, next(env._eid), ev))
+    return ev
 
 
 def new_event(env) -> Event:
@@ -103,14 +113,22 @@ def trigger_after(env, ev: Event, delay: float, deferred: list | None) -> None:
         env.schedule(ev, NORMAL, delay)
 
 
-def drive(gen):
+def drive(start: Event, body, exit_):
     """Run a thread's generator on SimPy events without a simpy.Process.
 
     A Process resumption does interrupt and failure bookkeeping that simulated
     threads never need; a bare callback that sends the event's value into the
     generator and hooks itself onto the next event costs about half as much. A
     thread body raising an exception stops the whole run, as it should (it is a
-    bug in a strategy), with the exception's own traceback."""
+    bug in a strategy), with the exception's own traceback.
+
+    ``body()`` makes the thread's generator once ``start`` (its first dispatch)
+    has fired; ``exit_()`` runs when the generator returns. Both are called here
+    rather than from a wrapping generator (``yield start; yield from body();
+    exit_()``), which every resumption would have passed through: one generator
+    frame less per event a thread waits for (issue 33). Returns the callback that
+    resumes it."""
+    gen = None
 
     def resume(ev):
         try:
@@ -118,9 +136,21 @@ def drive(gen):
             while nxt.callbacks is None:      # already processed: go straight on
                 nxt = gen.send(nxt._value)
         except StopIteration:
+            exit_()
             return
         nxt.callbacks.append(resume)
 
-    first = gen.send(None)         # the thread's first event: its first dispatch
-    first.callbacks.append(resume)
-    return gen
+    def begin(_ev):
+        nonlocal gen
+        gen = body()
+        try:
+            nxt = gen.send(None)
+            while nxt.callbacks is None:
+                nxt = gen.send(nxt._value)
+        except StopIteration:
+            exit_()
+            return
+        nxt.callbacks.append(resume)
+
+    start.callbacks.append(begin)
+    return resume

@@ -46,8 +46,19 @@ class Placement:
                 waker.pending_busy += self.machine.futex_wake_cost()
                 waker.futex_wakes += 1
             return True
-        if waker is None and self.softirq_cpu is not None:
-            return self._make_runnable(t, None, self.softirq_cpu)
+        if waker is None:
+            if self.softirq_cpu is not None:
+                return self._make_runnable(t, None, self.softirq_cpu)
+            prev = t.last_cpu
+            if (prev is not None and prev.current is None and self.n_idle
+                    and prev.id in t.allowed_set):
+                # What _make_runnable(t, None) does here, without its three calls: a
+                # wake-up from outside any thread targets the previous CPU
+                # (_wake_affine with no waker's CPU), which select_idle_sibling takes
+                # as it is idle; the thread is dispatched there at once. The common
+                # case of an arrival waking an idle worker (issue 33).
+                self._dispatch(prev, t, from_idle=True)
+                return True
         return self._make_runnable(t, waker)
 
     def deliver_from(self, writer: Thread, deliver) -> None:
