@@ -44,8 +44,8 @@ def test_at_its_own_scale_the_loop_migrates_less_per_request_from_the_first_step
     machine, the event loop's migrations a request fall from 100 to 200 to 400 clients,
     as the study's did (8.85 -> 8.29 -> 5.89, 400 against 100: 0.67); measured here
     (2,000 requests a step) 6.94 -> 6.49 -> 4.04 (0.58). Asserted: each step below the
-    one before, and 400 clients below 0.8 of 100. The thread pool migrates more a request than the loop at each
-    step, as Tomcat did (13.49, 12.84, 10.08)."""
+    one before, and 400 clients below 0.8 of 100. The thread pool migrates more a
+    request than the loop at each step, as Tomcat did (13.49, 12.84, 10.08)."""
     study = study_loop_migrations_per_request()
     assert study[200] < study[100] and study[400] < 0.8 * study[100]
     loop = {c: _machine_migrations(_testa("event-loop", c)) for c in (100, 200, 400)}
