@@ -252,11 +252,17 @@ class EventLoop(Strategy):
         blocked_io), or, with a backend on this machine (work.backend_mock_us), when
         the backend's answer arrives by loopback."""
         self.kernel.charge_blocked_io(req, blk)
+        self._write_call(t, blk, lambda: self._answered(L, req))
+
+    def _write_call(self, t, delay: float, on_answer) -> None:
+        """Loop thread ``t`` writes a backend call answered ``delay`` later: through
+        the backend on this machine if there is one (``on_answer`` then runs in the
+        answer's receive softirq), else by the backend elsewhere (a timer)."""
         backend = self.kernel.backend
         if backend is None:
-            self.env.timeout(blk).callbacks.append(lambda _e: self._answered(L, req))
+            self.env.timeout(delay).callbacks.append(lambda _e: on_answer())
         else:
-            backend.call(t, blk, lambda: self._answered(L, req))
+            backend.call(t, delay, on_answer)
 
     def _start_plan(self, t, L, req) -> None:
         """The handler wrote its first calls (the plan's roots); the request waits for
@@ -271,13 +277,7 @@ class EventLoop(Strategy):
         """Call ``i`` of the plan, written by loop thread ``t``: its answer becomes
         readable on the loop after its delay (through the backend on this machine if
         there is one)."""
-        delay = self.plan.delays_s[i]
-        backend = self.kernel.backend
-        if backend is None:
-            self.env.timeout(delay).callbacks.append(
-                lambda _e: self._plan_answered(L, run, i))
-        else:
-            backend.call(t, delay, lambda: self._plan_answered(L, run, i))
+        self._write_call(t, self.plan.delays_s[i], lambda: self._plan_answered(L, run, i))
 
     def _plan_answered(self, L, run, i: int) -> None:
         L.plan_answers.append((run, i))

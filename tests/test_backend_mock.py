@@ -79,3 +79,5 @@ def test_the_mock_needs_a_backend_call_and_a_strategy_that_makes_it():
         _calls(mock_us=6.0, backend_us=0.0)
     with pytest.raises(ConfigError, match="backend_mock_us.*virtual-threads"):
         _calls("virtual-threads", mock_us=6.0)
+    with pytest.raises(ConfigError, match="backend_mock_us: not with a program"):
+        _calls(mock_us=6.0, backend_us=0.0, program=[{"compute_us": 5.0}])

@@ -80,7 +80,6 @@ class BackendMock:
 
     def __init__(self, ctx):
         work = ctx.cfg.work
-        self.ctx = ctx
         self.kernel = ctx.kernel
         self.env = ctx.env
         n_cpus = ctx.machine.n_cpus

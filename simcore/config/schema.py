@@ -420,13 +420,15 @@ class WorkCfg(Strict):
     @model_validator(mode="after")
     def _backend_mock_answers_calls(self):
         if self.backend_mock_us is not None:
+            # a program's calls are its call_us steps (backend_us and backend_calls are
+            # refused with one), so ask about the program first
+            if self.program is not None:
+                raise ConfigError("backend_mock_us", "not with a program (its call_us "
+                                                     "steps wait off the machine)")
             if not self.backend_us and self.backend_calls is None:
                 raise ConfigError("backend_mock_us", "the mock answers backend calls: "
                                                      "set backend_us, its delay, above 0, "
                                                      "or backend_calls")
-            if self.program is not None:
-                raise ConfigError("backend_mock_us", "not with a program (its call_us "
-                                                     "steps wait off the machine)")
         return self
 
     @model_validator(mode="after")
